@@ -1,0 +1,356 @@
+// mlbridge-bench: benchmarks only (tests never time anything).
+//
+//   mlbridge-bench rtt     --runner pipe --format bitstream|json|protobuf [--repeats R] [--pin both|none|same|cross]
+//   mlbridge-bench latency --runner pipe --format ...                     [--iterations N] [--pin ...]
+//
+// rtt: the paper's experiment (Sec. 5.3): float32 vectors of 500..50,000
+// (step 500) to a one-layer fully-connected numpy model returning one float.
+// latency: an LLVM-inliner-sized query (38 int64 features, one int64 advice)
+// repeated N times. Each result is printed beside a floor measured in the same
+// run: the same bytes exchanged raw over a FIFO pair with numpy, no format.
+// On a 2-core VM a round trip between cores costs far more than within one,
+// so both placements are measured (--pin both). The last line is JSON.
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "mlbridge/mlbridge.h"
+
+using namespace mlbridge;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+struct Options {
+  std::string mode, runner = "pipe", format = "bitstream", pin = "both", python = "python3";
+  int repeats = 5;
+  int iterations = 100000;
+};
+
+struct Stats {
+  double totalMs = 0, p50Us = 0, p99Us = 0, meanUs = 0;
+  size_t calls = 0;
+};
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t i = static_cast<size_t>(p * (v.size() - 1) + 0.5);
+  return v[std::min(i, v.size() - 1)];
+}
+
+// Per-call latencies (us); rtt's total is the sum over sizes of each size's median.
+Stats summarize(const std::vector<std::vector<double>>& perSize) {
+  Stats s;
+  std::vector<double> all;
+  for (const auto& calls : perSize) {
+    s.totalMs += percentile(calls, 0.5) / 1000.0;
+    all.insert(all.end(), calls.begin(), calls.end());
+  }
+  s.calls = all.size();
+  s.p50Us = percentile(all, 0.5);
+  s.p99Us = percentile(all, 0.99);
+  double sum = 0;
+  for (double x : all) sum += x;
+  s.meanUs = all.empty() ? 0 : sum / all.size();
+  return s;
+}
+
+void pinTo(int cpu) {
+  if (cpu < 0) return;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  sched_setaffinity(0, sizeof set, &set);
+}
+
+void unpin() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int i = 0; i < CPU_SETSIZE; ++i) CPU_SET(i, &set);
+  sched_setaffinity(0, sizeof set, &set);
+}
+
+pid_t spawn(const std::vector<std::string>& args, int cpu) {
+  pid_t pid = fork();
+  if (pid != 0) return pid;
+  pinTo(cpu);
+  int devnull = open("/dev/null", O_RDONLY);
+  if (devnull >= 0) dup2(devnull, 0);
+  std::vector<char*> argv;
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  execvp(argv[0], argv.data());
+  std::perror("mlbridge-bench: exec");
+  _exit(127);
+}
+
+void stop(pid_t pid) {
+  if (pid <= 0) return;
+  kill(pid, SIGTERM);
+  int status = 0;
+  waitpid(pid, &status, 0);
+}
+
+struct Channel {
+  std::string dir, base;
+  Channel() {
+    StatusOr<std::string> d = makePrivateChannelDir();
+    dir = d.ok() ? *d : "/tmp";
+    base = dir + "/bench";
+    mkfifo((base + ".in").c_str(), 0600);
+    mkfifo((base + ".out").c_str(), 0600);
+  }
+  ~Channel() {
+    unlink((base + ".in").c_str());
+    unlink((base + ".out").c_str());
+    rmdir(dir.c_str());
+  }
+};
+
+std::vector<int64_t> rttSizes() {
+  std::vector<int64_t> s;
+  for (int64_t n = 500; n <= 50000; n += 500) s.push_back(n);
+  return s;
+}
+
+std::string pythonPathEnv() {
+#ifdef MLBRIDGE_SOURCE_DIR
+  std::string src = std::string(MLBRIDGE_SOURCE_DIR) + "/python";
+  const char* old = std::getenv("PYTHONPATH");
+  return old && *old ? src + ":" + old : src;
+#else
+  const char* old = std::getenv("PYTHONPATH");
+  return old ? old : "";
+#endif
+}
+
+std::string rawPeerPath() {
+#ifdef MLBRIDGE_SOURCE_DIR
+  return std::string(MLBRIDGE_SOURCE_DIR) + "/bench/raw_peer.py";
+#else
+  return "raw_peer.py";
+#endif
+}
+
+// ---- the floor: raw bytes, blocking I/O, no format -----------------------
+bool writeFull(int fd, const void* p, size_t n) {
+  const char* c = static_cast<const char*>(p);
+  while (n) {
+    ssize_t w = write(fd, c, n);
+    if (w <= 0) return false;
+    c += w;
+    n -= static_cast<size_t>(w);
+  }
+  return true;
+}
+bool readFull(int fd, void* p, size_t n) {
+  char* c = static_cast<char*>(p);
+  while (n) {
+    ssize_t r = read(fd, c, n);
+    if (r <= 0) return false;
+    c += r;
+    n -= static_cast<size_t>(r);
+  }
+  return true;
+}
+
+Stats floorRun(const Options& o, int peerCpu) {
+  Channel ch;
+  std::vector<std::string> args = {o.python, rawPeerPath(), ch.base, o.mode};
+  std::vector<std::vector<double>> perSize;
+  std::vector<int64_t> sizes = rttSizes();
+  if (o.mode == "rtt") {
+    for (int64_t n : sizes)
+      for (int r = 0; r < o.repeats + 1; ++r) args.push_back(std::to_string(n));
+  } else {
+    args.push_back(std::to_string(38 * 8));
+    args.push_back(std::to_string(o.iterations + 1000));
+  }
+  pid_t pid = spawn(args, peerCpu);
+  int in = open((ch.base + ".in").c_str(), O_RDONLY);
+  int out = open((ch.base + ".out").c_str(), O_WRONLY);
+  if (o.mode == "rtt") {
+    std::vector<float> x(50000, 0.5f);
+    for (int64_t n : sizes) {
+      std::vector<double> calls;
+      for (int r = 0; r < o.repeats + 1; ++r) {
+        auto t0 = Clock::now();
+        float y;
+        if (!writeFull(out, x.data(), n * 4) || !readFull(in, &y, 4)) break;
+        double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+        if (r) calls.push_back(us);  // the first is a warm-up
+      }
+      perSize.push_back(calls);
+    }
+  } else {
+    std::vector<int64_t> feats(38, 3);
+    std::vector<double> calls;
+    for (int i = 0; i < o.iterations + 1000; ++i) {
+      auto t0 = Clock::now();
+      int64_t y;
+      if (!writeFull(out, feats.data(), feats.size() * 8) || !readFull(in, &y, 8)) break;
+      if (i >= 1000) calls.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+    }
+    perSize.push_back(calls);
+  }
+  close(out);
+  close(in);
+  stop(pid);
+  return summarize(perSize);
+}
+
+// ---- mlbridge's pipe runner against the Python package ---------------------
+Stats pipeRun(const Options& o, int peerCpu, Status* error) {
+  Channel ch;
+  WireFormat fmt;
+  parseWireFormat(o.format, &fmt);
+  pid_t pid = spawn({o.python, "-m", "mlbridge.bench_model", "--base", ch.base, "--model",
+                     o.mode == "rtt" ? "fc" : "const", "--format", "auto"},
+                    peerCpu);
+  PipeOptions opts;
+  opts.base = ch.base;
+  opts.format = fmt;
+  opts.timeoutMs = 30000;
+  opts.connectTimeoutMs = 30000;  // Python + numpy start-up
+  std::vector<std::vector<double>> perSize;
+  if (o.mode == "rtt") {
+    std::vector<float> x(50000, 0.5f);
+    for (int64_t n : rttSizes()) {
+      auto r = PipeModelRunner::create({TensorSpec::create<float>("x", {n})}, {TensorSpec::create<float>("y", {1})},
+                                       opts);
+      if (!r.ok()) {
+        *error = r.status();
+        break;
+      }
+      std::vector<double> calls;
+      for (int rep = 0; rep < o.repeats + 1; ++rep) {
+        auto t0 = Clock::now();
+        std::memcpy((*r)->getTensor<float>(0), x.data(), n * 4);
+        StatusOr<float> y = (*r)->evaluate<float>();
+        double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+        if (!y.ok()) {
+          *error = y.status();
+          break;
+        }
+        if (rep) calls.push_back(us);
+      }
+      perSize.push_back(calls);
+      if (!error->ok()) break;
+    }
+  } else {
+    std::vector<TensorSpec> feats;
+    for (int i = 0; i < 38; ++i) feats.push_back(TensorSpec::create<int64_t>("f" + std::to_string(i), {1}));
+    auto r = PipeModelRunner::create(feats, {TensorSpec::create<int64_t>("inlining_decision", {1})}, opts);
+    if (!r.ok()) {
+      *error = r.status();
+    } else {
+      std::vector<double> calls;
+      calls.reserve(o.iterations);
+      for (int i = 0; i < o.iterations + 1000; ++i) {
+        auto t0 = Clock::now();
+        for (int k = 0; k < 38; ++k) *(*r)->getTensor<int64_t>(k) = 3;
+        StatusOr<int64_t> y = (*r)->evaluate<int64_t>();
+        double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+        if (!y.ok()) {
+          *error = y.status();
+          break;
+        }
+        if (i >= 1000) calls.push_back(us);
+      }
+      perSize.push_back(calls);
+    }
+  }
+  stop(pid);
+  return summarize(perSize);
+}
+
+std::string statsJson(const Stats& s) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "{\"total_ms\":%.3f,\"p50_us\":%.2f,\"p99_us\":%.2f,\"mean_us\":%.2f,\"calls\":%zu}",
+                s.totalMs, s.p50Us, s.p99Us, s.meanUs, s.calls);
+  return buf;
+}
+
+int usage() {
+  std::fprintf(stderr,
+               "usage: mlbridge-bench rtt|latency --runner pipe --format bitstream|json|protobuf\n"
+               "                      [--repeats R] [--iterations N] [--pin both|none|same|cross] [--python PY]\n");
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) return usage();
+  Options o;
+  o.mode = argv[1];
+  if (o.mode != "rtt" && o.mode != "latency") return usage();
+  for (int i = 2; i + 1 < argc; i += 2) {
+    std::string a = argv[i], v = argv[i + 1];
+    if (a == "--runner") o.runner = v;
+    else if (a == "--format") o.format = v;
+    else if (a == "--repeats") o.repeats = std::max(1, std::atoi(v.c_str()));
+    else if (a == "--iterations") o.iterations = std::max(1, std::atoi(v.c_str()));
+    else if (a == "--pin") o.pin = v;
+    else if (a == "--python") o.python = v;
+    else return usage();
+  }
+  WireFormat fmt;
+  if (o.runner != "pipe") {
+    std::fprintf(stderr, "mlbridge-bench: runner '%s' is not built in this version (pipe only)\n", o.runner.c_str());
+    return 2;
+  }
+  if (!parseWireFormat(o.format, &fmt)) return usage();
+  setenv("PYTHONPATH", pythonPathEnv().c_str(), 1);
+  signal(SIGPIPE, SIG_IGN);
+
+  std::vector<std::string> placements;
+  if (o.pin == "both") placements = {"cross", "same"};
+  else placements = {o.pin};
+  std::string summary;
+  for (const std::string& place : placements) {
+    int selfCpu = place == "none" ? -1 : 0;
+    int peerCpu = place == "cross" ? 1 : place == "same" ? 0 : -1;
+    if (selfCpu >= 0) pinTo(selfCpu);
+    else unpin();
+    Status error;
+    Stats floor = floorRun(o, peerCpu);
+    Stats ours = pipeRun(o, peerCpu, &error);
+    if (!error.ok()) {
+      std::fprintf(stderr, "mlbridge-bench: %s\n", error.toString().c_str());
+      return 1;
+    }
+    double ratioTotal = floor.totalMs > 0 ? ours.totalMs / floor.totalMs : 0;
+    double ratioP50 = floor.p50Us > 0 ? ours.p50Us / floor.p50Us : 0;
+    std::printf("%-8s %-6s pipe/%-9s  total %9.3f ms  p50 %8.2f us  p99 %8.2f us   | floor (raw FIFO + numpy): total %9.3f ms  p50 %8.2f us   | ratio total %.2fx p50 %.2fx\n",
+                o.mode.c_str(), place.c_str(), o.format.c_str(), ours.totalMs, ours.p50Us, ours.p99Us, floor.totalMs,
+                floor.p50Us, ratioTotal, ratioP50);
+    std::fflush(stdout);
+    char ratios[128];
+    std::snprintf(ratios, sizeof ratios, ",\"ratio_total\":%.3f,\"ratio_p50\":%.3f", ratioTotal, ratioP50);
+    std::string entry = "\"" + place + "\":{\"result\":" + statsJson(ours) + ",\"floor\":" + statsJson(floor) + ratios + "}";
+    summary += (summary.empty() ? "" : ",") + entry;
+    if (&place == &placements.front()) {
+      // Headline numbers: the first placement (cross-core unless --pin says otherwise).
+      std::string head = statsJson(ours);
+      head.pop_back();
+      summary = head.substr(1) + ",\"floor_total_ms\":" + std::to_string(floor.totalMs) + ",\"floor_p50_us\":" +
+                std::to_string(floor.p50Us) + ",\"placement\":\"" + place + "\"," + entry;
+    }
+  }
+  std::printf("{\"bench\":\"%s\",\"runner\":\"%s\",\"format\":\"%s\",%s}\n", o.mode.c_str(), o.runner.c_str(),
+              o.format.c_str(), summary.c_str());
+  return 0;
+}

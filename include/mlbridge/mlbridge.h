@@ -1,0 +1,17 @@
+// mlbridge: one include for the C++ API.
+#ifndef MLBRIDGE_MLBRIDGE_H
+#define MLBRIDGE_MLBRIDGE_H
+
+#include "mlbridge/dtype.h"
+#include "mlbridge/feature.h"
+#include "mlbridge/log.h"
+#include "mlbridge/model_runner.h"
+#include "mlbridge/pipe_runner.h"
+#include "mlbridge/span.h"
+#include "mlbridge/status.h"
+#include "mlbridge/tensor_ref.h"
+#include "mlbridge/tensor_spec.h"
+#include "mlbridge/version.h"
+#include "mlbridge/wire_format.h"
+
+#endif  // MLBRIDGE_MLBRIDGE_H

@@ -1,0 +1,27 @@
+"""mlbridge: let a compiler ask a Python model for decisions over named pipes.
+
+The wire contract is docs/protocol.md. The model side is :class:`PipeServer`
+(with :class:`Model` or any callable as the policy); the compiler side is
+:class:`PipeClient`; :func:`run_compiler` runs a compiler under supervision.
+"""
+from .dtypes import DTYPES, DType
+from .errors import ChannelTimeout, MLBridgeError, PeerClosed, ProtocolError, RemoteError, SpecMismatch
+from .messages import PROTOCOL_VERSION
+from .spec import TensorSpec
+from .formats import FORMATS, get_format
+from .server import Model, Observation, PipeServer, Session, SessionStats
+from .client import PipeClient
+from .supervise import CompileResult, run_compiler
+from .logs import LogRecord, read_log
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "__version__", "PROTOCOL_VERSION",
+    "TensorSpec", "DType", "DTYPES", "FORMATS", "get_format",
+    "MLBridgeError", "ChannelTimeout", "PeerClosed", "ProtocolError", "SpecMismatch", "RemoteError",
+    "PipeServer", "Model", "Observation", "Session", "SessionStats",
+    "PipeClient",
+    "run_compiler", "CompileResult",
+    "read_log", "LogRecord",
+]

@@ -1,0 +1,93 @@
+"""Command line: ``python -m mlbridge serve --policy module:function`` and helpers."""
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import signal
+import sys
+from typing import Any, List, Optional
+
+from . import PROTOCOL_VERSION, __version__
+from .server import Model, PipeServer
+
+
+def _load_policy(ref: str) -> Any:
+    mod_name, _, attr = ref.partition(":")
+    if not attr:
+        raise SystemExit(f"--policy must look like module:function, got {ref!r}")
+    obj: Any = importlib.import_module(mod_name)
+    for part in attr.split("."):
+        obj = getattr(obj, part)
+    if isinstance(obj, type):
+        obj = obj()          # a Model subclass: instantiate it
+    if not callable(obj):
+        raise SystemExit(f"{ref} is not callable")
+    return obj
+
+
+def _serve(args: argparse.Namespace) -> int:
+    sys.path.insert(0, ".")
+    policy = _load_policy(args.policy)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    with PipeServer(args.base, format=args.format, timeout=args.timeout, record_dir=args.record) as srv:
+        print(json.dumps({"event": "ready", "base": srv.base}), flush=True)
+        served = 0
+        while args.sessions is None or served < args.sessions:
+            try:
+                s = srv.serve_session(policy, timeout=args.idle_timeout)
+            except Exception as exc:
+                print(f"mlbridge: session failed: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+                served += 1
+                continue
+            if s is None:
+                break
+            served += 1
+            print(json.dumps({"event": "session", "index": s.index, "format": s.format, "clean": s.clean,
+                              "observations": s.observations, "errors": s.errors,
+                              "refused": s.refused, "error": s.error}), flush=True)
+    return 0
+
+
+def _dump(args: argparse.Namespace) -> int:
+    from .logs import read_log
+    for rec in read_log(args.log, args.replies):
+        out = {"session": rec.session, "context": rec.context, "id": rec.id,
+               "features": {k: v.tolist() for k, v in rec.features.items()}}
+        if rec.outcome is not None:
+            out["outcome"] = rec.outcome.tolist()
+        if rec.advice is not None:
+            adv = rec.advice if isinstance(rec.advice, tuple) else (rec.advice,)
+            out["advice"] = [a.tolist() for a in adv]
+        if rec.error is not None:
+            out["error"] = rec.error
+        print(json.dumps(out))
+    return 0
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m mlbridge")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    s = sub.add_parser("serve", help="serve a policy on a channel")
+    s.add_argument("--policy", required=True, help="module:function (or module:ModelClass)")
+    s.add_argument("--base", default=None, help="channel base (default: a fresh private folder)")
+    s.add_argument("--format", default="auto", choices=["auto", "bitstream", "json", "protobuf"])
+    s.add_argument("--timeout", type=float, default=10.0, help="per-message timeout in a session")
+    s.add_argument("--sessions", type=int, default=None, help="stop after this many sessions")
+    s.add_argument("--idle-timeout", type=float, default=None, help="stop after this long without a session")
+    s.add_argument("--record", default=None, help="folder to record sessions into")
+    d = sub.add_parser("dump", help="print a log or recorded session as JSON lines")
+    d.add_argument("log")
+    d.add_argument("--replies", default=None, help="recorded NAME.in to pair advice with observations")
+    sub.add_parser("version", help="print versions")
+    args = ap.parse_args(argv)
+    if args.cmd == "serve":
+        return _serve(args)
+    if args.cmd == "dump":
+        return _dump(args)
+    print(f"mlbridge {__version__}, protocol version {PROTOCOL_VERSION}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,513 @@
+"""Named-pipe channel: the FIFO pair ``BASE.in`` (model -> compiler) and
+``BASE.out`` (compiler -> model), as docs/protocol.md "Named pipes" says.
+
+Every read, write and open is bounded by a deadline (``select.poll``); reads go
+into one growable bytearray that decoders parse in place.
+"""
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import select
+import stat
+import struct
+import tempfile
+import termios
+import time
+from typing import Any, Iterable, Optional, Sequence
+
+from .errors import ChannelTimeout, MLBridgeError, PeerClosed
+
+__all__ = ["InputBuffer", "ServerChannel", "ClientChannel", "Deadline", "PIPE_SIZE"]
+
+#: Pipe capacity requested for both FIFOs (Linux F_SETPIPE_SZ): a whole
+#: observation of up to this size is written and read in one system call.
+PIPE_SIZE = 1 << 20
+
+_POLLIN = select.POLLIN
+_POLLOUT = select.POLLOUT
+_POLLHUP = select.POLLHUP
+_POLLERR = select.POLLERR
+
+
+class Deadline:
+    """A point in time; ``None`` seconds means never."""
+
+    __slots__ = ("at",)
+
+    def __init__(self, seconds: Optional[float]) -> None:
+        self.at = None if seconds is None else time.monotonic() + max(0.0, seconds)
+
+    def remaining_ms(self) -> int:
+        """Milliseconds left for poll(); -1 = forever; 0 = expired."""
+        if self.at is None:
+            return -1
+        left = self.at - time.monotonic()
+        return 0 if left <= 0 else max(1, int(left * 1000 + 0.999))
+
+    def expired(self) -> bool:
+        return self.at is not None and time.monotonic() >= self.at
+
+
+def _set_pipe_size(fd: int) -> None:
+    # Best effort: bigger pipes let a large observation cross in one write/read.
+    op = getattr(fcntl, "F_SETPIPE_SZ", None)
+    if op is None:
+        return
+    try:
+        if fcntl.fcntl(fd, getattr(fcntl, "F_GETPIPE_SZ", op)) < PIPE_SIZE:
+            fcntl.fcntl(fd, op, PIPE_SIZE)
+    except OSError:
+        pass
+
+
+def pending_bytes(fd: int) -> int:
+    """Bytes waiting in a pipe (FIONREAD)."""
+    try:
+        buf = fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0")
+        return struct.unpack("i", buf)[0]
+    except OSError:
+        return 0
+
+
+class InputBuffer:
+    """One growable bytearray that a file descriptor is read into.
+
+    Decoders may hand out read-only numpy views of consumed bytes. The buffer
+    never overwrites bytes while such a view is alive: before reusing space it
+    checks for exports and, if any remain (a policy kept an array), continues
+    in a fresh bytearray and leaves the old one to the views.
+    """
+
+    __slots__ = ("data", "start", "end")
+
+    def __init__(self, size: int = 1 << 16) -> None:
+        self.data = bytearray(size)
+        self.start = 0
+        self.end = 0
+
+    @property
+    def avail(self) -> int:
+        return self.end - self.start
+
+    def consume(self, n: int) -> None:
+        self.start += n
+
+    def clear(self) -> None:
+        self.start = self.end
+        self._reuse(0)
+
+    def _exported(self) -> bool:
+        # A bytearray refuses to resize while buffer exports (numpy views) exist;
+        # pop+append is an O(1) resize round trip that detects exactly that.
+        data = self.data
+        try:
+            last = data.pop()
+        except BufferError:
+            return True
+        data.append(last)
+        return False
+
+    def _reuse(self, need: int) -> None:
+        """Make room so that ``need`` bytes from ``start`` fit."""
+        n = self.end - self.start
+        cap = len(self.data)
+        if n == 0 and self.start:
+            if self._exported():
+                self.data = bytearray(max(cap, need))
+            self.start = self.end = 0
+            cap = len(self.data)
+            if need <= cap:
+                return
+        if self.start + need <= cap:
+            return
+        if need <= cap and not self._exported():
+            self.data[0:n] = self.data[self.start:self.end]   # same length: no resize
+        else:
+            size = cap
+            while size < need:
+                size *= 2
+            new = bytearray(size)
+            new[0:n] = self.data[self.start:self.end]
+            self.data = new
+        self.start, self.end = 0, n
+
+    def read_from(self, fd: int, need: int) -> int:
+        """One read from ``fd`` into free space (room for ``need`` bytes from start).
+
+        Returns bytes read, 0 at end of stream; raises BlockingIOError when empty.
+        """
+        if self.start + need > len(self.data) or (self.start == self.end and self.start):
+            self._reuse(need)
+        end = self.end
+        n = os.readv(fd, [memoryview(self.data)[end:]])
+        self.end = end + n
+        return n
+
+
+def _poll(fds: Sequence[tuple], deadline: Deadline) -> list:
+    p = select.poll()
+    for fd, ev in fds:
+        p.register(fd, ev)
+    while True:
+        ms = deadline.remaining_ms()
+        try:
+            return p.poll(ms)
+        except InterruptedError:  # pragma: no cover - PEP 475 retries already
+            continue
+
+
+def write_all(fd: int, data: Any, deadline: Deadline, *, watch_hup: Optional[int] = None,
+              what: str = "channel") -> None:
+    """Write every byte of ``data`` to a non-blocking fd before the deadline.
+
+    ``watch_hup``: an fd whose hang-up means the peer is gone (the model
+    watches BASE.out while writing to BASE.in, which it also holds open).
+    """
+    mv = memoryview(data).cast("B")
+    total = mv.nbytes
+    off = 0
+    try:
+        while True:
+            try:
+                # The common case is one call: the message fits the pipe.
+                off += os.write(fd, mv[off:] if off else mv)
+            except BlockingIOError:
+                pass
+            except BrokenPipeError:
+                raise PeerClosed(f"{what}: the peer closed its end (EPIPE)") from None
+            if off >= total:
+                return
+            fds = [(fd, _POLLOUT)]
+            if watch_hup is not None:
+                fds.append((watch_hup, 0))
+            events = _poll(fds, deadline)
+            if not events:
+                raise ChannelTimeout(f"{what}: write of {total} bytes timed out ({off} written)")
+            for efd, ev in events:
+                if efd == fd and ev & _POLLERR:
+                    raise PeerClosed(f"{what}: the peer closed its end")
+                if efd == watch_hup and ev & _POLLHUP:
+                    raise PeerClosed(f"{what}: the peer went away while a reply was being written")
+    finally:
+        mv.release()
+
+
+# ---------------------------------------------------------------------------
+# Model side
+# ---------------------------------------------------------------------------
+
+def _private_dir(path: str, created: bool) -> None:
+    st = os.stat(path)
+    if not stat.S_ISDIR(st.st_mode):
+        raise MLBridgeError(f"{path} is not a folder")
+    if st.st_uid != os.geteuid():
+        raise MLBridgeError(f"channel folder {path} belongs to another user (uid {st.st_uid})")
+    if st.st_mode & 0o077:
+        if created:
+            os.chmod(path, 0o700)
+        else:
+            raise MLBridgeError(
+                f"channel folder {path} is accessible by other users (mode {stat.S_IMODE(st.st_mode):04o}); "
+                "use a private folder (mode 0700), or no base to get a fresh one"
+            )
+
+
+class ServerChannel:
+    """The model's end: creates the folder and FIFOs, holds them open between sessions.
+
+    ``base`` None creates a private temporary folder. The model opens
+    ``BASE.in`` read-write (never blocks, keeps the pipe alive between
+    sessions) and ``BASE.out`` read-only non-blocking, once.
+    """
+
+    def __init__(self, base: Optional[str] = None) -> None:
+        self._created_dir: Optional[str] = None
+        self._created: list = []
+        self.in_fd = -1
+        self.out_fd = -1
+        if base is None:
+            folder = tempfile.mkdtemp(prefix="mlbridge-")
+            self._created_dir = folder
+            base = os.path.join(folder, "channel")
+        else:
+            base = os.path.abspath(os.fspath(base))
+            folder = os.path.dirname(base)
+            if not os.path.isdir(folder):
+                os.makedirs(folder, mode=0o700, exist_ok=True)
+                self._created_dir = folder
+            _private_dir(folder, self._created_dir is not None)
+        self.base = base
+        self.in_path = base + ".in"
+        self.out_path = base + ".out"
+        self.buf = InputBuffer()
+        self._poller: Any = None
+        self._poller_fd = -1
+        try:
+            for path in (self.in_path, self.out_path):
+                self._make_fifo(path)
+            self._refuse_if_served()
+            self.in_fd = os.open(self.in_path, os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC)
+            self.out_fd = os.open(self.out_path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+            _set_pipe_size(self.in_fd)
+            _set_pipe_size(self.out_fd)
+        except BaseException:
+            self.close()
+            raise
+
+    def _make_fifo(self, path: str) -> None:
+        try:
+            os.mkfifo(path, 0o600)
+            self._created.append(path)
+        except FileExistsError:
+            st = os.lstat(path)
+            if not stat.S_ISFIFO(st.st_mode):
+                raise MLBridgeError(f"{path} exists and is not a FIFO") from None
+            if st.st_uid != os.geteuid():
+                raise MLBridgeError(f"FIFO {path} belongs to another user") from None
+        os.chmod(path, 0o600)
+
+    def _refuse_if_served(self) -> None:
+        # A write-only non-blocking open succeeds only if someone reads BASE.out:
+        # another live model. Two models on one channel would split sessions.
+        try:
+            fd = os.open(self.out_path, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError as exc:
+            if exc.errno in (errno.ENXIO, errno.ENOENT):
+                return
+            raise
+        os.close(fd)
+        raise MLBridgeError(f"another model is already serving {self.base}")
+
+    # -- reading BASE.out ------------------------------------------------------
+    def _out_poller(self) -> Any:
+        # One poll object per BASE.out descriptor, kept: this is the hot path.
+        p = self._poller
+        if p is None or self._poller_fd != self.out_fd:
+            p = self._poller = select.poll()
+            p.register(self.out_fd, _POLLIN)
+            self._poller_fd = self.out_fd
+        return p
+
+    def fill(self, need: int, deadline: Deadline) -> bool:
+        """Read until ``need`` bytes are buffered; False at end of stream."""
+        buf = self.buf
+        fd = self.out_fd
+        poller = self._out_poller()
+        while buf.end - buf.start < need:
+            events = poller.poll(deadline.remaining_ms())
+            if not events:
+                raise ChannelTimeout(f"no data from the compiler within the timeout ({self.base})")
+            try:
+                if buf.read_from(fd, need) == 0:
+                    return False
+            except BlockingIOError:
+                continue
+        return True
+
+    def wait_start(self, deadline: Deadline, watch: Iterable[int] = ()) -> str:
+        """Idle wait for a session's first bytes: "data", "eof", "watch" or "timeout"."""
+        if self.buf.avail:
+            return "data"
+        fds = [(self.out_fd, _POLLIN)] + [(w, _POLLIN) for w in watch]
+        events = _poll(fds, deadline)
+        if not events:
+            return "timeout"
+        for fd, _ in events:
+            if fd == self.out_fd:
+                try:
+                    n = self.buf.read_from(fd, 1)
+                except BlockingIOError:
+                    return "data" if self.buf.avail else "retry"
+                return "data" if n else "eof"
+        return "watch"
+
+    def reopen_out(self) -> None:
+        """After end of stream: open BASE.out again, then close the old descriptor.
+
+        The new descriptor exists before the old closes, so the pipe always has
+        a reader and a compiler that is already connecting loses nothing.
+        """
+        new = os.open(self.out_path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        old, self.out_fd = self.out_fd, new
+        os.close(old)
+        _set_pipe_size(new)
+
+    def drain_in(self) -> int:
+        """Discard reply bytes a dead compiler left unread in BASE.in."""
+        total = 0
+        while True:
+            n = pending_bytes(self.in_fd)
+            if n <= 0:
+                return total
+            try:
+                total += len(os.read(self.in_fd, n))
+            except BlockingIOError:
+                return total
+
+    def hang_up(self) -> None:
+        """End the session from the model side (bitstream has no error message).
+
+        Both FIFOs are replaced by fresh ones at the same paths (rename is
+        atomic), then the old descriptors are closed: the compiler of the
+        failed session, which holds the old FIFOs, sees end of stream on
+        BASE.in and EPIPE on BASE.out, while a compiler that connects next
+        opens the new FIFOs and never meets the old session's bytes or
+        hang-up. Nothing waits for the old compiler.
+        """
+        fresh = []
+        try:
+            for path, flags in ((self.out_path, os.O_RDONLY), (self.in_path, os.O_RDWR)):
+                tmp = f"{path}.{os.getpid()}.new"
+                try:
+                    os.unlink(tmp)
+                except FileNotFoundError:
+                    pass
+                os.mkfifo(tmp, 0o600)
+                os.chmod(tmp, 0o600)
+                fd = os.open(tmp, flags | os.O_NONBLOCK | os.O_CLOEXEC)
+                fresh.append((tmp, path, fd))
+            # Renames back to back: the window where a connecting compiler
+            # could get one old and one new FIFO is as short as possible.
+            for tmp, path, _ in fresh:
+                os.rename(tmp, path)
+        except BaseException:
+            for tmp, _, fd in fresh:
+                os.close(fd)
+                try:
+                    os.unlink(tmp)
+                except FileNotFoundError:
+                    pass
+            raise
+        old_out, old_in = self.out_fd, self.in_fd
+        self.out_fd, self.in_fd = fresh[0][2], fresh[1][2]
+        for fd in (old_out, old_in):
+            if fd >= 0:
+                os.close(fd)
+        _set_pipe_size(self.out_fd)
+        _set_pipe_size(self.in_fd)
+        self.buf.clear()
+
+    # -- writing BASE.in -------------------------------------------------------
+    def write(self, data: Any, deadline: Deadline) -> None:
+        """Send bytes to the compiler; a compiler that hangs up aborts the write."""
+        write_all(self.in_fd, data, deadline, watch_hup=self.out_fd, what="reply")
+
+    def close(self) -> None:
+        """Close descriptors and remove the FIFOs and folder this channel created."""
+        for attr in ("in_fd", "out_fd"):
+            fd = getattr(self, attr)
+            if fd >= 0:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+                setattr(self, attr, -1)
+        for path in self._created:
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+        self._created = []
+        if self._created_dir is not None:
+            try:
+                os.rmdir(self._created_dir)
+            except OSError:
+                pass
+            self._created_dir = None
+
+
+# ---------------------------------------------------------------------------
+# Compiler side
+# ---------------------------------------------------------------------------
+
+class ClientChannel:
+    """The compiler's end. Opens ``BASE.in`` for reading, then ``BASE.out`` for
+    writing (LLVM's order), retrying with a short bounded backoff until the
+    timeout while the model is not there yet."""
+
+    def __init__(self, base: str, timeout: Optional[float]) -> None:
+        self.base = os.fspath(base)
+        self.in_path = self.base + ".in"
+        self.out_path = self.base + ".out"
+        self.in_fd = -1
+        self.out_fd = -1
+        self.buf = InputBuffer(1 << 12)
+        deadline = Deadline(timeout)
+        try:
+            self.in_fd = self._open(self.in_path, os.O_RDONLY, deadline)
+            self.out_fd = self._open(self.out_path, os.O_WRONLY, deadline)
+        except BaseException:
+            self.close()
+            raise
+
+    def _open(self, path: str, mode: int, deadline: Deadline) -> int:
+        delay = 0.001
+        while True:
+            try:
+                fd = os.open(path, mode | os.O_NONBLOCK | os.O_CLOEXEC)
+            except OSError as exc:
+                # ENOENT: no model yet; ENXIO: FIFO exists but nobody reads it yet.
+                if exc.errno not in (errno.ENOENT, errno.ENXIO):
+                    raise PeerClosed(f"cannot open {path}: {exc.strerror}") from None
+                if deadline.expired():
+                    why = "does not exist" if exc.errno == errno.ENOENT else "has no model reading it"
+                    raise ChannelTimeout(f"no model at {self.base}: {path} {why}") from None
+                left = deadline.remaining_ms()
+                time.sleep(min(delay, left / 1000.0) if left >= 0 else delay)
+                delay = min(delay * 2, 0.05)
+                continue
+            if mode == os.O_WRONLY:
+                _set_pipe_size(fd)
+            return fd
+
+    def write(self, data: Any, deadline: Deadline) -> None:
+        """Send bytes to the model; a model that goes away raises PeerClosed."""
+        write_all(self.out_fd, data, deadline, watch_hup=self.in_fd, what=f"channel {self.base}")
+
+    def fill(self, need: int, deadline: Deadline) -> None:
+        """Read until ``need`` bytes are buffered; PeerClosed at end of stream."""
+        buf = self.buf
+        fd = self.in_fd
+        while buf.end - buf.start < need:
+            events = _poll(((fd, _POLLIN),), deadline)
+            if not events:
+                raise ChannelTimeout(f"no reply from the model at {self.base} within the timeout")
+            try:
+                n = buf.read_from(fd, need)
+            except BlockingIOError:
+                continue
+            if n == 0:
+                raise PeerClosed(f"model closed the channel {self.base}")
+
+    def drain(self) -> int:
+        """Discard bytes waiting in BASE.in (a FIFO; a regular file is a replay)."""
+        total = 0
+        if not stat.S_ISFIFO(os.fstat(self.in_fd).st_mode):
+            return 0
+        while True:
+            n = pending_bytes(self.in_fd)
+            if n <= 0:
+                return total
+            try:
+                got = os.read(self.in_fd, n)
+            except BlockingIOError:
+                return total
+            if not got:
+                return total
+            total += len(got)
+
+    def pending(self) -> int:
+        """Bytes already buffered or waiting in BASE.in."""
+        return self.buf.avail + pending_bytes(self.in_fd)
+
+    def close(self) -> None:
+        for attr in ("out_fd", "in_fd"):
+            fd = getattr(self, attr)
+            if fd >= 0:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+                setattr(self, attr, -1)

@@ -1,0 +1,327 @@
+"""Format ``bitstream``: LLVM MLGO interactive mode / training logs, byte for byte.
+
+Compiler -> model: a JSON header line, optional ``{"context":...}`` lines, and
+``{"observation":N}\\n`` + raw feature bytes + ``\\n`` per decision; end of
+stream ends the session. Model -> compiler: raw advice bytes, no framing.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ..errors import ProtocolError
+from ..messages import Context, Header, Observation, Outcome, Reply, Restart
+from ..spec import TensorSpec, json_string, specs_from_json, specs_to_json
+from .base import DEFAULT_MAX_MESSAGE, Decoder, WireFormat
+from .jsonfmt import loads
+
+__all__ = ["BitstreamFormat", "BitstreamModelDecoder", "BitstreamReplyDecoder", "RecordLayout", "FeatureView"]
+
+_OBS_PREFIX = b'{"observation":'
+_NL = 0x0A
+
+
+def _check_bitstream(specs: Sequence[TensorSpec], what: str) -> None:
+    for s in specs:
+        if not s.type.bitstream:
+            raise ProtocolError(f"bitstream: {what} {s.name!r} has type {s.dtype}, which bitstream cannot carry")
+
+
+class RecordLayout:
+    """Where each tensor lies in a run of concatenated raw tensors.
+
+    One numpy structured dtype describes the whole run, so decoding an
+    observation is a single ``np.frombuffer`` whatever the feature count.
+    """
+
+    def __init__(self, specs: Sequence[TensorSpec]) -> None:
+        self.specs = tuple(specs)
+        self.names = tuple(s.name for s in specs)
+        self.nbytes = sum(s.nbytes for s in specs)
+        self.dtype = np.dtype({
+            "names": list(self.names),
+            "formats": [(s.np_dtype, s.shape) if s.shape else s.np_dtype for s in specs],
+            "offsets": self._offsets(specs),
+            "itemsize": self.nbytes,
+        }) if specs else None
+        # Byte ranges of bool tensors, whose bytes must be 0 or 1.
+        self.bools: List[Tuple[int, int, str]] = []
+        off = 0
+        for s in specs:
+            if s.type.kind == "b" and s.nbytes:
+                self.bools.append((off, s.nbytes, s.name))
+            off += s.nbytes
+
+    @staticmethod
+    def _offsets(specs: Sequence[TensorSpec]) -> List[int]:
+        out, off = [], 0
+        for s in specs:
+            out.append(off)
+            off += s.nbytes
+        return out
+
+    def view(self, data: Any, offset: int) -> "FeatureView":
+        """Read-only views of every tensor in ``data[offset:offset+nbytes]``."""
+        if self.nbytes == 0:
+            return FeatureView(None, self, offset)
+        rec = np.frombuffer(data, dtype=self.dtype, count=1, offset=offset).reshape(())
+        rec.flags.writeable = False
+        return FeatureView(rec, self, offset)
+
+    def check_bools(self, data: Any, offset: int, what: str) -> None:
+        for off, n, name in self.bools:
+            if np.frombuffer(data, np.uint8, n, offset + off).max() > 1:
+                raise ProtocolError(f"bitstream: {what}: bool tensor {name!r} holds a byte other than 0 or 1")
+
+    def arrays(self, data: Any, offset: int) -> List[np.ndarray]:
+        v = self.view(data, offset)
+        return [v[n] for n in self.names]
+
+
+class FeatureView(Mapping):
+    """Mapping name -> read-only array view over one decoded record."""
+
+    __slots__ = ("_rec", "_layout", "_offset")
+
+    def __init__(self, rec: Optional[np.ndarray], layout: RecordLayout, offset: int) -> None:
+        self._rec = rec
+        self._layout = layout
+        self._offset = offset
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        rec = self._rec
+        if rec is None:   # all tensors empty: nothing to view
+            for s in self._layout.specs:
+                if s.name == name:
+                    a = np.empty(s.shape, dtype=s.np_dtype)
+                    a.flags.writeable = False
+                    return a
+            raise KeyError(name)
+        try:
+            return rec[name]
+        except (ValueError, KeyError, IndexError):
+            raise KeyError(name) from None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._layout.names)
+
+    def __len__(self) -> int:
+        return len(self._layout.names)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._layout.names
+
+    def __repr__(self) -> str:
+        return "FeatureView({" + ", ".join(f"{n!r}: {self[n]!r}" for n in self) + "})"
+
+
+def parse_header(obj: Any) -> Header:
+    """A bitstream header object -> Header. ``advice`` may be one spec or a list."""
+    if not isinstance(obj, dict) or "features" not in obj:
+        raise ProtocolError("bitstream: header must be an object with a \"features\" list")
+    feats = specs_from_json(obj["features"], "features")
+    adv_obj = obj.get("advice")
+    if adv_obj is None:
+        adv: Tuple[TensorSpec, ...] = ()
+    elif isinstance(adv_obj, list):
+        adv = specs_from_json(adv_obj, "advice")
+    else:
+        adv = (TensorSpec.from_json(adv_obj),)
+    score = TensorSpec.from_json(obj["score"]) if obj.get("score") is not None else None
+    _check_bitstream(feats, "feature")
+    _check_bitstream(adv, "advice")
+    if score is not None:
+        _check_bitstream((score,), "score")
+    return Header(feats, adv, score=score)
+
+
+class BitstreamModelDecoder(Decoder):
+    """Reads what a compiler (or an LLVM training log) writes."""
+
+    def __init__(self, max_message: int = DEFAULT_MAX_MESSAGE) -> None:
+        super().__init__(max_message)
+        self.header: Optional[Header] = None
+        self.layout: Optional[RecordLayout] = None
+        self.score_layout: Optional[RecordLayout] = None
+        self._scan = 0        # where the newline search resumes (absolute position)
+        self._scan_pos = -1   # message start the scan position belongs to
+        self._pending = ""    # what an incomplete message is, for truncation errors
+
+    def decode(self, data: Any, pos: int, end: int) -> Optional[Tuple[Any, int]]:
+        avail = end - pos
+        if avail <= 0:
+            self.need = 1
+            self._pending = ""
+            return None
+        if data[pos] != 0x7B:   # '{'
+            if bytes(data[pos:pos + 4]) == b"MLBR"[:min(avail, 4)]:
+                if avail < 4:
+                    self.need = 4
+                    return None
+                return Restart("framed"), pos
+            raise ProtocolError(f"bitstream: expected a JSON line, got byte {bytes(data[pos:pos + 1])!r}")
+        start = self._scan if self._scan_pos == pos else pos
+        nl = data.find(b"\n", start, end)
+        if nl < 0:
+            if avail > self.max_message:
+                raise ProtocolError(f"bitstream: no end of line within {self.max_message} bytes")
+            self._scan, self._scan_pos = end, pos
+            self.need = avail + 1
+            self._pending = "a JSON line"
+            return None
+        line = data[pos:nl]
+        layout = self.layout
+        if layout is not None and line.startswith(_OBS_PREFIX) and line.endswith(b"}"):
+            try:
+                oid = int(line[len(_OBS_PREFIX):-1])
+            except ValueError:
+                oid = None
+            if oid is not None:
+                return self._payload(data, pos, nl, end, oid, layout, False)
+        obj = loads(line)
+        if not isinstance(obj, dict):
+            raise ProtocolError(f"bitstream: expected a JSON object line, got {bytes(line[:80])!r}")
+        if "features" in obj:
+            if self.header is not None:
+                # A new header where a message is expected: a new session.
+                return Restart("bitstream"), pos
+            hdr = parse_header(obj)
+            self.header = hdr
+            self.layout = RecordLayout(hdr.features)
+            self.score_layout = RecordLayout((hdr.score,)) if hdr.score is not None else None
+            return hdr, nl + 1
+        if self.header is None:
+            raise ProtocolError("bitstream: the stream must start with a header line")
+        if "context" in obj:
+            name = obj["context"]
+            if not isinstance(name, str):
+                raise ProtocolError("bitstream: context name must be a string")
+            return Context(name), nl + 1
+        if "observation" in obj:
+            oid = obj["observation"]
+            if type(oid) is not int:
+                raise ProtocolError("bitstream: observation id must be an integer")
+            return self._payload(data, pos, nl, end, oid, self.layout, False)
+        if "outcome" in obj and self.score_layout is not None:
+            oid = obj["outcome"]
+            if type(oid) is not int:
+                raise ProtocolError("bitstream: outcome id must be an integer")
+            return self._payload(data, pos, nl, end, oid, self.score_layout, True)
+        raise ProtocolError(f"bitstream: unknown message line {bytes(line[:80])!r}")
+
+    def _payload(self, data: Any, pos: int, nl: int, end: int, oid: int, layout: RecordLayout,
+                 outcome: bool) -> Optional[Tuple[Any, int]]:
+        body = nl + 1
+        total = body + layout.nbytes + 1
+        if total - pos > self.max_message:
+            raise ProtocolError(f"bitstream: observation of {total - pos} bytes exceeds the limit")
+        if end < total:
+            self.need = total - pos
+            self._pending = f"{'outcome' if outcome else 'observation'} {oid} ({layout.nbytes} tensor bytes)"
+            return None
+        what = f"{'outcome' if outcome else 'observation'} {oid}"
+        if data[total - 1] != _NL:
+            raise ProtocolError(f"bitstream: {what}: expected a newline after {layout.nbytes} tensor bytes, "
+                                f"got byte {bytes(data[total - 1:total])!r} (feature sizes disagree?)")
+        if layout.bools:
+            layout.check_bools(data, body, what)
+        view = layout.view(data, body)
+        self.need = 1
+        if outcome:
+            return Outcome(oid, view[layout.names[0]]), total
+        return Observation(oid, view), total
+
+    def truncated(self, avail: int) -> Optional[str]:
+        if avail == 0:
+            return None
+        what = self._pending or "a message"
+        return f"stream ended inside {what}: {avail} bytes received"
+
+
+class BitstreamReplyDecoder(Decoder):
+    """Reads a model's raw advice bytes (fixed size per reply)."""
+
+    def __init__(self, advice: Sequence[TensorSpec], max_message: int = DEFAULT_MAX_MESSAGE) -> None:
+        super().__init__(max_message)
+        _check_bitstream(advice, "advice")
+        self.layout = RecordLayout(advice)
+        self.need = self.layout.nbytes
+        self.count = 0
+
+    def decode(self, data: Any, pos: int, end: int) -> Optional[Tuple[Any, int]]:
+        n = self.layout.nbytes
+        if end - pos < n:
+            self.need = n
+            return None
+        if self.layout.bools:
+            self.layout.check_bools(data, pos, f"reply {self.count}")
+        view = self.layout.view(data, pos)
+        reply = Reply(self.count, [(name, view[name]) for name in self.layout.names])
+        self.count += 1
+        return reply, pos + n
+
+    def truncated(self, avail: int) -> Optional[str]:
+        if avail == 0:
+            return None
+        return f"stream ended inside a reply ({avail} of {self.layout.nbytes} bytes)"
+
+
+class BitstreamFormat(WireFormat):
+    """Encoders for LLVM's layout."""
+
+    name = "bitstream"
+    framed = False
+
+    def header(self, features: Sequence[TensorSpec], advice: Sequence[TensorSpec],
+               score: Optional[TensorSpec] = None) -> bytes:
+        _check_bitstream(features, "feature")
+        _check_bitstream(advice, "advice")
+        # Key order as LLVM's Logger::writeHeader: features, score, advice.
+        text = '{"features":' + specs_to_json(features)
+        if score is not None:
+            text += ',"score":' + score.to_json()
+        if len(advice) == 1:
+            text += ',"advice":' + advice[0].to_json()
+        elif advice:
+            text += ',"advice":' + specs_to_json(advice)   # mlbridge extension
+        return (text + "}\n").encode("utf-8")
+
+    def context(self, name: str) -> bytes:
+        return ('{"context":' + json_string(name) + "}\n").encode("utf-8")
+
+    def observation(self, id: int, features: Sequence[TensorSpec], arrays: Sequence[np.ndarray]) -> bytes:
+        return b"".join(self.observation_parts(id, features, arrays))
+
+    def observation_parts(self, id: int, features: Sequence[TensorSpec], arrays: Sequence[np.ndarray]) -> List[Any]:
+        """The observation as a list of buffers (for ``os.writev``, no concatenation)."""
+        parts: List[Any] = [b'{"observation":%d}\n' % int(id)]
+        for s, a in zip(features, arrays):
+            if s.type.is_string:
+                raise ProtocolError(f"bitstream: feature {s.name!r} is a string tensor")
+            parts.append(_raw(a, s))
+        parts.append(b"\n")
+        return parts
+
+    def outcome(self, id: int, score: TensorSpec, value: np.ndarray) -> bytes:
+        """Training-log outcome record (LLVM ``-training-log`` with a reward)."""
+        return b'{"outcome":%d}\n' % int(id) + _raw(value, score).tobytes() + b"\n"
+
+    def reply(self, id: int, advice: Sequence[TensorSpec], arrays: Sequence[np.ndarray]) -> bytes:
+        if len(arrays) == 1:
+            return _raw(arrays[0], advice[0]).tobytes()
+        return b"".join(_raw(a, s).tobytes() for s, a in zip(advice, arrays))
+
+    def model_decoder(self, max_message: int = DEFAULT_MAX_MESSAGE) -> Decoder:
+        return BitstreamModelDecoder(max_message)
+
+    def compiler_decoder(self, advice: Sequence[TensorSpec], max_message: int = DEFAULT_MAX_MESSAGE) -> Decoder:
+        return BitstreamReplyDecoder(advice, max_message)
+
+
+def _raw(a: np.ndarray, spec: TensorSpec) -> np.ndarray:
+    """The array in wire layout: the spec's little-endian dtype, C order."""
+    if a.dtype != spec.np_dtype or not a.flags.c_contiguous:
+        a = np.ascontiguousarray(a, dtype=spec.np_dtype)
+    return a.reshape(-1).view(np.uint8) if a.size else np.empty(0, np.uint8)

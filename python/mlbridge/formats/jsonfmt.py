@@ -1,0 +1,335 @@
+"""Format ``json``: framed compact JSON messages (docs/protocol.md "json payload").
+
+Writers produce canonical bytes; readers accept any valid JSON (orjson when
+installed, else the standard library; bare NaN/Infinity are accepted too).
+"""
+from __future__ import annotations
+
+import json
+import math
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from .. import dtypes as _dt
+from ..errors import ProtocolError
+from ..messages import Context, End, Header, Observation, Reply, NamedTensor, PROTOCOL_VERSION
+from ..spec import TensorSpec, json_string, specs_from_json, specs_to_json
+from .framing import FramedFormat
+
+try:  # orjson is much faster; it is optional at run time.
+    import orjson as _orjson
+
+    _orjson_loads = _orjson.loads
+    _OrjsonError: Any = _orjson.JSONDecodeError
+except ImportError:  # pragma: no cover - exercised only without orjson
+    _orjson_loads = None
+    _OrjsonError = ValueError
+
+__all__ = ["JsonFormat", "format_float", "format_float32", "format_float64", "tensor_data_json", "loads"]
+
+
+# ---------------------------------------------------------------------------
+# Canonical numbers
+# ---------------------------------------------------------------------------
+
+_NONFINITE = {"nan": '"NaN"', "-nan": '"NaN"', "inf": '"Infinity"', "-inf": '"-Infinity"'}
+
+
+def _layout(neg: bool, digits: str, exp: int) -> str:
+    """Lay shortest digits out as Python's repr does (exp = exponent of the first digit)."""
+    sign = "-" if neg else ""
+    if -4 <= exp < 16:
+        if exp >= 0:
+            whole = digits[: exp + 1].ljust(exp + 1, "0")
+            frac = digits[exp + 1:] or "0"
+            return f"{sign}{whole}.{frac}"
+        return f"{sign}0.{'0' * (-exp - 1)}{digits}"
+    mant = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
+    return f"{sign}{mant}e{'-' if exp < 0 else '+'}{abs(exp):02d}"
+
+
+def _relayout(text: str) -> str:
+    """Re-lay a decimal string (positional or scientific) with Python's repr rules."""
+    neg = text.startswith("-")
+    if neg:
+        text = text[1:]
+    mant, _, e = text.partition("e")
+    exp = int(e) if e else 0
+    whole, _, frac = mant.partition(".")
+    all_digits = whole + frac
+    stripped = all_digits.lstrip("0")
+    if not stripped.rstrip("0"):
+        return "-0.0" if neg else "0.0"
+    lead = len(all_digits) - len(stripped)
+    return _layout(neg, stripped.rstrip("0"), exp + len(whole) - 1 - lead)
+
+
+def format_float64(x: float) -> str:
+    """Canonical JSON text of a float64 element (``repr``; non-finite as strings)."""
+    if x != x or x in (math.inf, -math.inf):
+        return _NONFINITE[repr(x)]
+    return repr(x)
+
+
+def format_float32(x: Any) -> str:
+    """Canonical JSON text of a float32 element: float32-shortest digits, repr layout."""
+    x = np.float32(x)
+    if not np.isfinite(x):
+        return _NONFINITE[str(float(x))]
+    # numpy's str() gives the float32-shortest digits (Dragon4), but lays them
+    # out with its own thresholds (e.g. "1.2345679e+08"): re-lay them out.
+    return _relayout(str(x))
+
+
+def format_float(x: Any, dtype: _dt.DType) -> str:
+    return format_float32(x) if dtype.itemsize == 4 else format_float64(float(x))
+
+
+def tensor_data_json(arr: np.ndarray, dtype: _dt.DType) -> str:
+    """The canonical ``data`` list (without brackets) of a tensor."""
+    flat = arr.reshape(-1)
+    kind = dtype.kind
+    if kind in "iu":
+        return ",".join(map(str, flat.tolist()))
+    if kind == "b":
+        return ",".join(["true" if v else "false" for v in flat.tolist()])
+    if kind == "f":
+        if dtype.itemsize == 8:
+            values = flat.tolist()
+            if np.isfinite(flat).all():
+                return ",".join(map(repr, values))
+            return ",".join(map(format_float64, values))
+        if np.get_printoptions().get("legacy", False) is not False:
+            # numpy's legacy print modes change str(): use the slow exact route.
+            return ",".join(_relayout(np.format_float_scientific(v, unique=True)) if np.isfinite(v)
+                            else _NONFINITE[str(float(v))] for v in flat)
+        if np.isfinite(flat).all():
+            # numpy's str() is float32-shortest; only its scientific forms can
+            # differ from repr's layout.
+            return ",".join([t if "e" not in t else _relayout(t) for t in map(str, flat)])
+        return ",".join(map(format_float32, flat))
+    # strings
+    out = []
+    for v in flat:
+        if isinstance(v, bytes):
+            try:
+                v = v.decode("utf-8")
+            except UnicodeDecodeError:
+                raise ProtocolError("string tensor element is not valid UTF-8; json carries text only") from None
+        out.append(json_string(v))
+    return ",".join(out)
+
+
+def tensor_json(name: str, dtype: _dt.DType, shape: Sequence[int], arr: np.ndarray) -> str:
+    """Canonical TENSOR object text."""
+    return (
+        '{"name":' + json_string(name) + ',"type":"' + dtype.llvm + '","shape":['
+        + ",".join(map(str, shape)) + '],"data":[' + tensor_data_json(arr, dtype) + "]}"
+    )
+
+
+# ---------------------------------------------------------------------------
+# Reading
+# ---------------------------------------------------------------------------
+
+def loads(payload: Any) -> Any:
+    """Parse JSON bytes: orjson when available; the standard library for what
+    orjson refuses (bare NaN/Infinity)."""
+    if _orjson_loads is not None:
+        try:
+            return _orjson_loads(payload)
+        except _OrjsonError:
+            pass
+    try:
+        if not isinstance(payload, (bytes, bytearray, str)):
+            payload = bytes(payload)
+        return json.loads(payload)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ProtocolError(f"json: payload is not valid JSON ({exc})") from None
+
+
+_IINFO = {row.llvm: (int(np.iinfo(row.np_dtype).min), int(np.iinfo(row.np_dtype).max))
+          for row in _dt.DTYPES.values() if row.kind in "iu"}
+
+_NONFINITE_IN = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+
+
+def tensor_from_json(obj: Any, where: str) -> NamedTensor:
+    """Decode one TENSOR object into (name, array); values are checked, never truncated."""
+    if not isinstance(obj, dict):
+        raise ProtocolError(f"json: {where}: a tensor must be an object")
+    try:
+        name, typ, shape, data = obj["name"], obj["type"], obj["shape"], obj["data"]
+    except KeyError as exc:
+        raise ProtocolError(f"json: {where}: tensor lacks key {exc.args[0]!r}") from None
+    if not isinstance(name, str):
+        raise ProtocolError(f"json: {where}: tensor name must be a string")
+    row = _dt.lookup(typ) if isinstance(typ, str) else None
+    if row is None:
+        raise ProtocolError(f"json: tensor {name!r}: unknown type {typ!r}")
+    if not isinstance(shape, list) or not all(type(d) is int and d >= 0 for d in shape):
+        raise ProtocolError(f"json: tensor {name!r}: bad shape {shape!r}")
+    if not isinstance(data, list):
+        raise ProtocolError(f"json: tensor {name!r}: data must be a list")
+    n = math.prod(shape)
+    if len(data) != n:
+        raise ProtocolError(f"json: tensor {name!r}: {len(data)} values for shape {shape} ({n} expected)")
+    arr = _array(data, row, tuple(shape), name)
+    arr.flags.writeable = False   # same contract as the zero-copy formats
+    return name, arr
+
+
+def _array(data: List[Any], row: _dt.DType, shape: Tuple[int, ...], name: str) -> np.ndarray:
+    target = row.np_dtype
+    if not data:
+        return np.empty(shape, dtype=target)
+    kind = row.kind
+    try:
+        if kind == "f":
+            try:
+                arr = np.array(data, dtype=np.float64)
+            except (ValueError, TypeError):
+                arr = np.array([_NONFINITE_IN.get(v, v) if isinstance(v, str) else v for v in data],
+                               dtype=np.float64)
+            nan = np.isnan(arr)
+            if nan.any():
+                # null reads as NaN in numpy: only real NaNs may produce one.
+                for i in np.flatnonzero(nan).tolist():
+                    v = data[i]
+                    if not (v == "NaN" or (isinstance(v, float) and v != v)):
+                        raise ProtocolError(f"json: tensor {name!r}: element {i} ({v!r}) is not a number")
+            if target.itemsize == 4:
+                with np.errstate(over="ignore"):
+                    out = arr.astype(target)
+                bad = np.isinf(out) & np.isfinite(arr)
+                if bad.any():
+                    raise ProtocolError(f"json: tensor {name!r}: value {arr[bad][0]!r} overflows float")
+                arr = out
+            return arr.reshape(shape)
+        if kind == "O":
+            if not all(type(v) is str for v in data):
+                raise ProtocolError(f"json: tensor {name!r}: string tensor with a non-string element")
+            arr = np.empty(len(data), dtype=object)
+            arr[:] = data
+            return arr.reshape(shape)
+        if kind in "iu" and len(data) <= 64 and all(type(v) is int for v in data):
+            # Small integer tensors (the common LLVM feature): check in Python.
+            info = _IINFO[row.llvm]
+            lo, hi = min(data), max(data)
+            if lo < info[0] or hi > info[1]:
+                raise ProtocolError(f"json: tensor {name!r}: value {lo if lo < info[0] else hi} "
+                                    f"out of range for {row.llvm}")
+            return np.array(data, dtype=target).reshape(shape)
+        arr = np.array(data)
+        if kind == "b":
+            if arr.dtype == np.bool_:
+                return arr.reshape(shape)
+            if arr.dtype.kind in "iu" and ((arr == 0) | (arr == 1)).all():
+                return arr.astype(np.bool_).reshape(shape)
+            raise ProtocolError(f"json: tensor {name!r}: bool tensor with a non-boolean value")
+        # integers: JSON integers only, in range (no float, no truncation)
+        if arr.dtype.kind in "iu":
+            info = np.iinfo(target)
+            lo, hi = int(arr.min()), int(arr.max())
+            if lo < info.min or hi > info.max:
+                raise ProtocolError(
+                    f"json: tensor {name!r}: value {lo if lo < info.min else hi} out of range for {row.llvm}")
+            return arr.astype(target).reshape(shape)
+        # numpy reads integers beyond int64 as float64: build those exactly.
+        if not all(type(v) is int for v in data):
+            raise ProtocolError(f"json: tensor {name!r}: {row.llvm} tensor with a non-integer value")
+        try:
+            return np.array(data, dtype=target).reshape(shape)
+        except OverflowError:
+            raise ProtocolError(f"json: tensor {name!r}: value out of range for {row.llvm}") from None
+    except ProtocolError:
+        raise
+    except (ValueError, TypeError, OverflowError) as exc:
+        raise ProtocolError(f"json: tensor {name!r}: bad {row.llvm} data ({exc})") from None
+
+
+def _tensors(obj: Any, where: str) -> List[NamedTensor]:
+    if not isinstance(obj, list):
+        raise ProtocolError(f"json: {where}: tensors must be a list")
+    return [tensor_from_json(t, where) for t in obj]
+
+
+def _int_field(body: dict, key: str, where: str) -> int:
+    value = body.get(key)
+    if type(value) is not int:
+        raise ProtocolError(f"json: {where} needs an integer {key!r}")
+    return value
+
+
+class JsonFormat(FramedFormat):
+    """Compact JSON payloads in length-prefixed frames."""
+
+    name = "json"
+    letter = b"J"
+
+    # -- writing (canonical) -------------------------------------------------
+    def header_payload(self, features: Sequence[TensorSpec], advice: Sequence[TensorSpec]) -> bytes:
+        return (
+            '{"header":{"version":' + str(PROTOCOL_VERSION) + ',"features":' + specs_to_json(features)
+            + ',"advice":' + specs_to_json(advice) + "}}"
+        ).encode("utf-8")
+
+    def context_payload(self, name: str) -> bytes:
+        return ('{"context":{"name":' + json_string(name) + "}}").encode("utf-8")
+
+    def _tensor_list(self, specs: Sequence[TensorSpec], arrays: Sequence[np.ndarray]) -> str:
+        return ",".join(tensor_json(s.name, s.type, s.shape, a) for s, a in zip(specs, arrays))
+
+    def observation_payload(self, id: int, features: Sequence[TensorSpec], arrays: Sequence[np.ndarray]) -> bytes:
+        return ('{"observation":{"id":' + str(int(id)) + ',"tensors":['
+                + self._tensor_list(features, arrays) + "]}}").encode("utf-8")
+
+    def end_payload(self) -> bytes:
+        return b'{"end":{}}'
+
+    def reply_payload(self, id: int, advice: Sequence[TensorSpec], arrays: Sequence[np.ndarray]) -> bytes:
+        return ('{"reply":{"id":' + str(int(id)) + ',"tensors":['
+                + self._tensor_list(advice, arrays) + "]}}").encode("utf-8")
+
+    def error_payload(self, id: int, message: str) -> bytes:
+        return ('{"reply":{"id":' + str(int(id)) + ',"error":' + json_string(message) + "}}").encode("utf-8")
+
+    # -- reading -------------------------------------------------------------
+    def decode_payload(self, payload: Any) -> Any:
+        obj = loads(payload)
+        if not isinstance(obj, dict) or not obj:
+            raise ProtocolError("json: a message must be an object with one key naming its kind")
+        # Exactly one key names the kind; tolerate unknown extra keys by
+        # taking the first known one.
+        for kind in ("observation", "reply", "context", "header", "end"):
+            if kind in obj:
+                body = obj[kind]
+                break
+        else:
+            raise ProtocolError(f"json: unknown message kind {next(iter(obj))!r}")
+        if not isinstance(body, dict):
+            raise ProtocolError(f"json: {kind} body must be an object")
+        if kind == "observation":
+            oid = _int_field(body, "id", "observation")
+            return Observation(oid, _tensors(body.get("tensors", []), f"observation {oid}"))
+        if kind == "reply":
+            rid = _int_field(body, "id", "reply")
+            err = body.get("error")
+            if err is not None:
+                if not isinstance(err, str):
+                    raise ProtocolError("json: reply error must be a string")
+                return Reply(rid, [], err)
+            return Reply(rid, _tensors(body.get("tensors", []), f"reply {rid}"))
+        if kind == "context":
+            name = body.get("name", "")
+            if not isinstance(name, str):
+                raise ProtocolError("json: context name must be a string")
+            return Context(name)
+        if kind == "header":
+            version = body.get("version", PROTOCOL_VERSION)
+            if type(version) is not int:
+                raise ProtocolError("json: header version must be an integer")
+            return Header(specs_from_json(body.get("features", []), "features"),
+                          specs_from_json(body.get("advice", []), "advice"), version)
+        return End()

@@ -1,0 +1,309 @@
+"""Drive a stock LLVM 19 (Debian's ``opt-19``/``llc-19``/``clang-19``) in
+MLGO interactive mode with a Python policy.
+
+Every helper builds the command line, hands it to :func:`mlbridge.run_compiler`
+(which owns the channel, the wire format and the child process) and returns
+``(CompileResult, decisions)``: ``decisions`` is the list of answers the
+policy gave, as Python scalars, in order. Check ``result.ok`` yourself.
+
+Tools are found as ``NAME + suffix`` on ``PATH``; the suffix is ``-19`` unless
+the environment variable ``MLBRIDGE_LLVM_SUFFIX`` says otherwise (``""`` for
+unsuffixed tools). Every helper also takes an explicit path.
+
+LLVM 19 pitfalls (observed on Debian's 19.1.7; see docs/llvm-interop.md):
+
+- ``clang -O0`` marks every function ``noinline optnone``: the inliner asks
+  nothing. Use :func:`make_inlinable_ir` (``-O1 -Xclang -disable-llvm-passes``).
+- Register allocation on unoptimized IR (allocas everywhere) asks almost no
+  eviction question: feed ``llc`` optimized IR (:func:`make_optimized_ir`).
+- The inliner opens its channel when the advisor is built, even for a module
+  with no call; the regalloc advisors open it at the first machine function
+  (a module without functions never opens it). run_compiler copes with both.
+- LLVM 19 cannot be told about a model error: if the model closes ``BASE.in``
+  it spins at 100% CPU. run_compiler kills it and re-raises the policy error.
+- With ``-inliner-interactive-include-default`` LLVM 19 writes the default
+  decision into feature slot 25 (``callee_basic_block_count``) and leaves
+  ``inlining_default`` at 0 (fixed upstream in LLVM 21).
+- The ML inliner stops asking once the module's estimated size grows past
+  ``-ml-advisor-size-increase-threshold`` (default 2x): an "always inline"
+  policy can leave calls behind on big modules.
+- Debian's LLVM has no TFLite: ``release`` mode without a channel fails, and
+  ``development`` mode / ``-training-log`` do not exist.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
+
+import numpy as np
+
+from .server import PipeServer
+from .supervise import CompileResult, run_compiler
+from .values import coerce_all
+
+__all__ = [
+    "LLVMNotFound", "tool", "have_tool", "make_inlinable_ir", "make_optimized_ir",
+    "inline", "regalloc_evict", "regalloc_priority",
+    "inline_command", "evict_command", "priority_command",
+    "defined_functions", "call_sites", "recursive_functions", "count_calls", "count_instructions",
+]
+
+SUFFIX_ENV = "MLBRIDGE_LLVM_SUFFIX"
+DEFAULT_SUFFIX = "-19"
+
+
+class LLVMNotFound(FileNotFoundError):
+    """An LLVM tool is not on PATH."""
+
+
+def tool(name: str, path: Optional[str] = None) -> str:
+    """Path of LLVM tool ``name`` (e.g. "opt"): ``path`` if given, else
+    ``name + $MLBRIDGE_LLVM_SUFFIX`` (default ``-19``) found on PATH."""
+    if path:
+        return path
+    exe = name + os.environ.get(SUFFIX_ENV, DEFAULT_SUFFIX)
+    found = shutil.which(exe)
+    if found is None:
+        raise LLVMNotFound(f"{exe} is not on PATH (set {SUFFIX_ENV} or pass an explicit path)")
+    return found
+
+
+def have_tool(name: str) -> bool:
+    try:
+        tool(name)
+        return True
+    except LLVMNotFound:
+        return False
+
+
+# ---- making IR ------------------------------------------------------------------
+def _clang(c_file: str, out_ll: str, flags: Sequence[str], clang: Optional[str], extra: Sequence[str]) -> str:
+    cmd = [tool("clang", clang), *flags, "-emit-llvm", "-S", *extra, os.fspath(c_file), "-o", os.fspath(out_ll)]
+    subprocess.run(cmd, check=True, capture_output=True)
+    return os.fspath(out_ll)
+
+
+def make_inlinable_ir(c_file: str, out_ll: str, *, level: str = "-O1", clang: Optional[str] = None,
+                      extra_args: Sequence[str] = ()) -> str:
+    """Compile C to IR the inliner will ask about: ``clang -O1 -Xclang
+    -disable-llvm-passes -emit-llvm -S``. Not ``-O0``: that marks every
+    function ``noinline optnone`` and no decision is ever asked."""
+    return _clang(c_file, out_ll, [level, "-Xclang", "-disable-llvm-passes"], clang, extra_args)
+
+
+def make_optimized_ir(c_file: str, out_ll: str, *, level: str = "-O2", clang: Optional[str] = None,
+                      extra_args: Sequence[str] = ()) -> str:
+    """Compile C to optimized IR (``clang -O2 -emit-llvm -S``): the input
+    the register allocator should see (unoptimized IR keeps values in stack
+    slots and asks almost no eviction question)."""
+    return _clang(c_file, out_ll, [level], clang, extra_args)
+
+
+# ---- command lines --------------------------------------------------------------
+def inline_command(ir_path: str, out_path: str, *, extra_args: Sequence[str] = (),
+                   include_default: bool = False, opt: Optional[str] = None) -> List[str]:
+    """``opt -passes=scc-oz-module-inliner -enable-ml-inliner=release
+    -inliner-interactive-channel-base={base} in.ll -S -o out.ll``."""
+    cmd = [tool("opt", opt), "-passes=scc-oz-module-inliner", "-enable-ml-inliner=release",
+           "-inliner-interactive-channel-base={base}"]
+    if include_default:
+        cmd.append("-inliner-interactive-include-default")
+    return cmd + [*extra_args, os.fspath(ir_path), "-S", "-o", os.fspath(out_path)]
+
+
+def evict_command(ir_path: str, out_path: str = os.devnull, *, extra_args: Sequence[str] = (),
+                  llc: Optional[str] = None) -> List[str]:
+    """``llc -regalloc=greedy -regalloc-enable-advisor=release
+    -regalloc-evict-interactive-channel-base={base} in.ll -o out.s``."""
+    return [tool("llc", llc), "-regalloc=greedy", "-regalloc-enable-advisor=release",
+            "-regalloc-evict-interactive-channel-base={base}", *extra_args,
+            os.fspath(ir_path), "-o", os.fspath(out_path)]
+
+
+def priority_command(ir_path: str, out_path: str = os.devnull, *, extra_args: Sequence[str] = (),
+                     llc: Optional[str] = None) -> List[str]:
+    """``llc -regalloc=greedy -regalloc-enable-priority-advisor=release
+    -regalloc-priority-interactive-channel-base={base} in.ll -o out.s``."""
+    return [tool("llc", llc), "-regalloc=greedy", "-regalloc-enable-priority-advisor=release",
+            "-regalloc-priority-interactive-channel-base={base}", *extra_args,
+            os.fspath(ir_path), "-o", os.fspath(out_path)]
+
+
+# ---- running --------------------------------------------------------------------
+class _Recorder:
+    """Wraps a policy: keeps every answer (as a Python scalar) and forwards
+    the optional Model hooks."""
+
+    def __init__(self, policy: Any) -> None:
+        self.policy = policy
+        self.decisions: List[Any] = []
+
+    def __call__(self, obs: Any) -> Any:
+        value = self.policy(obs)
+        advice = obs.session.advice
+        if isinstance(value, (int, float, np.generic)) and len(advice) == 1 and advice[0].dtype != "bool":
+            # Fast path (the usual LLVM case): one scalar; the server checks it.
+            self.decisions.append(float(value) if advice[0].dtype in ("float", "double") else int(value))
+            return value
+        arrays = coerce_all(value, advice, "advice")
+        self.decisions.append(arrays[0].reshape(-1)[0].item() if len(arrays) == 1 and arrays[0].size == 1
+                              else tuple(a.copy() for a in arrays))
+        return arrays[0] if len(arrays) == 1 else tuple(arrays)
+
+    def __getattr__(self, name: str) -> Any:   # on_session_start, on_context, on_session_end
+        if name.startswith("on_"):
+            return getattr(self.policy, name)
+        raise AttributeError(name)
+
+
+def _run(cmd: List[str], policy: Any, server: Optional[PipeServer], timeout: Optional[float],
+         env: Optional[Dict[str, str]]) -> Tuple[CompileResult, List[Any]]:
+    rec = _Recorder(policy)
+    try:
+        result = run_compiler(cmd, rec, server=server, format="bitstream", timeout=timeout, env=env)
+    except BaseException as exc:
+        exc.decisions = rec.decisions  # type: ignore[attr-defined]
+        raise
+    return result, rec.decisions
+
+
+def inline(ir_path: str, policy: Any, *, out_path: str, extra_args: Sequence[str] = (),
+           include_default: bool = False, timeout: Optional[float] = 60.0,
+           server: Optional[PipeServer] = None, opt: Optional[str] = None,
+           env: Optional[Dict[str, str]] = None) -> Tuple[CompileResult, List[Any]]:
+    """Run opt's ML inliner (-Oz module inliner pipeline) with ``policy``.
+
+    Observations: 38 int64 [1] features (``callee_basic_block_count``,
+    ``callsite_height``, ``callee_users``, ...); advice ``inlining_decision``
+    int64 [1], non-zero = inline. One session per run, one empty context.
+    """
+    cmd = inline_command(ir_path, out_path, extra_args=extra_args, include_default=include_default, opt=opt)
+    return _run(cmd, policy, server, timeout, env)
+
+
+def regalloc_evict(ir_path: str, policy: Any, *, out_path: str = os.devnull, extra_args: Sequence[str] = (),
+                   timeout: Optional[float] = 60.0, server: Optional[PipeServer] = None,
+                   llc: Optional[str] = None, env: Optional[Dict[str, str]] = None
+                   ) -> Tuple[CompileResult, List[Any]]:
+    """Run llc's greedy allocator with ``policy`` choosing evictions.
+
+    Observations: 21 features of shape [1,33] (int64 or float; one column per
+    candidate, the last is the live range being allocated) plus ``progress``
+    float [1]; advice ``index_to_evict`` int64 [1]: answer an index whose
+    ``mask`` is 1 (LLVM's contract; it does not check it for you). One
+    context per machine function, possibly with no observation.
+    """
+    return _run(evict_command(ir_path, out_path, extra_args=extra_args, llc=llc), policy, server, timeout, env)
+
+
+def regalloc_priority(ir_path: str, policy: Any, *, out_path: str = os.devnull, extra_args: Sequence[str] = (),
+                      timeout: Optional[float] = 60.0, server: Optional[PipeServer] = None,
+                      llc: Optional[str] = None, env: Optional[Dict[str, str]] = None
+                      ) -> Tuple[CompileResult, List[Any]]:
+    """Run llc's greedy allocator with ``policy`` giving live-range priorities.
+
+    Observations: ``li_size`` int64 [1], ``stage`` int64 [1], ``weight``
+    float [1]; advice ``priority`` float [1] (higher = allocated earlier).
+    """
+    return _run(priority_command(ir_path, out_path, extra_args=extra_args, llc=llc), policy, server, timeout, env)
+
+
+# ---- reading textual IR -------------------------------------------------------------
+_NAME = r'("(?:[^"\\]|\\.)*"|[-\w.$]+)'
+_DEFINE = re.compile(r'^define\b[^@]*@' + _NAME + r'\((.*)$')
+_ATTR_GROUP = re.compile(r'^attributes #(\d+) = \{(.*)\}\s*$')
+_CALL = re.compile(r'\b(?:call|invoke|callbr)\b[^@;]*?@' + _NAME + r'\(')
+
+
+def _unquote(tok: str) -> str:
+    return tok[1:-1] if tok.startswith('"') else tok
+
+
+def _parse(ll_text: str) -> Tuple[Dict[str, Dict[str, bool]], List[Tuple[str, str]]]:
+    lines = ll_text.splitlines()
+    groups = {}
+    for line in lines:
+        m = _ATTR_GROUP.match(line)
+        if m:
+            groups[m.group(1)] = m.group(2)
+    defined: Dict[str, Dict[str, bool]] = {}
+    calls: List[Tuple[str, str]] = []
+    cur = None
+    for line in lines:
+        m = _DEFINE.match(line)
+        if m:
+            cur = _unquote(m.group(1))
+            tail = m.group(2)
+            attrs = tail + " " + " ".join(groups.get(g, "") for g in re.findall(r"#(\d+)", tail))
+            defined[cur] = {"noinline": re.search(r"\bnoinline\b", attrs) is not None}
+        elif cur is not None:
+            if line.startswith("}"):
+                cur = None
+            else:
+                calls.extend((cur, _unquote(c.group(1))) for c in _CALL.finditer(line))
+    return defined, calls
+
+
+def defined_functions(ll_text: str) -> Dict[str, Dict[str, bool]]:
+    """Functions defined (with a body) in the module: name -> {"noinline": bool}."""
+    return _parse(ll_text)[0]
+
+
+def call_sites(ll_text: str) -> List[Tuple[str, str]]:
+    """Every direct call in function bodies, as (caller, callee), intrinsics included."""
+    return _parse(ll_text)[1]
+
+
+def recursive_functions(ll_text: str) -> Set[str]:
+    """Defined functions that can reach themselves through direct calls."""
+    defined, calls = _parse(ll_text)
+    graph: Dict[str, Set[str]] = {}
+    for a, b in calls:
+        if b in defined:
+            graph.setdefault(a, set()).add(b)
+    rec = set()
+    for f in graph:
+        seen: Set[str] = set()
+        stack = list(graph[f])
+        while stack:
+            g = stack.pop()
+            if g == f:
+                rec.add(f)
+                break
+            if g not in seen:
+                seen.add(g)
+                stack.extend(graph.get(g, ()))
+    return rec
+
+
+def count_calls(ll_text: str, *, inlinable: bool = False) -> int:
+    """Calls to functions defined in the module (so never to intrinsics or
+    external declarations). ``inlinable``: only those an inliner could still
+    inline, i.e. not to a ``noinline`` function nor to a recursive one."""
+    defined, calls = _parse(ll_text)
+    skip = recursive_functions(ll_text) if inlinable else set()
+    return sum(1 for _, callee in calls
+               if callee in defined and callee not in skip
+               and not (inlinable and defined[callee]["noinline"]))
+
+
+_NOT_INSTR = re.compile(r"^\s*($|;|[-\w.$\"]+:|}|define\b)")
+
+
+def count_instructions(ll_text: str) -> int:
+    """IR instructions in function bodies (a rough size measure)."""
+    n, inside, in_list = 0, False, False
+    for line in ll_text.splitlines():
+        if line.startswith("define"):
+            inside = True
+        elif line.startswith("}"):
+            inside = False
+        elif in_list:                       # the cases of a switch
+            in_list = not line.lstrip().startswith("]")
+        elif inside and not _NOT_INSTR.match(line):
+            n += 1
+            in_list = line.rstrip().endswith("[")
+    return n

@@ -1,0 +1,169 @@
+"""Run a compiler as a child process and serve its decisions until it exits."""
+from __future__ import annotations
+
+import os
+import select
+import signal
+import subprocess
+import threading
+from dataclasses import dataclass, field
+from typing import Any, List, Mapping, Optional, Sequence
+
+from .channel import pending_bytes
+from .server import PipeServer, Policy, Session
+
+__all__ = ["CompileResult", "run_compiler"]
+
+
+@dataclass
+class CompileResult:
+    """What a supervised compiler run produced."""
+    returncode: Optional[int]
+    stdout: bytes
+    stderr: bytes
+    sessions: List[Session] = field(default_factory=list)
+    decisions: int = 0
+    timed_out: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0 and not self.timed_out
+
+
+class _Child:
+    """A child in its own process group, watched without reaping it early
+    (so its group id cannot be reused before we kill the group)."""
+
+    def __init__(self, args: Sequence[str], env: Optional[Mapping[str, str]], cwd: Optional[str]) -> None:
+        self.proc = subprocess.Popen(
+            list(args), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            start_new_session=True, env=dict(env) if env is not None else None, cwd=cwd,
+        )
+        self.pgid = self.proc.pid
+        self.pidfd: Optional[int] = None
+        if hasattr(os, "pidfd_open"):
+            try:
+                self.pidfd = os.pidfd_open(self.proc.pid)
+            except OSError:
+                self.pidfd = None
+        self.out: List[bytes] = []
+        self.err: List[bytes] = []
+        self._readers = [
+            threading.Thread(target=self._drain, args=(self.proc.stdout, self.out), daemon=True),
+            threading.Thread(target=self._drain, args=(self.proc.stderr, self.err), daemon=True),
+        ]
+        for t in self._readers:
+            t.start()
+
+    @staticmethod
+    def _drain(stream: Any, sink: List[bytes]) -> None:
+        # Keep reading so a chatty compiler never blocks on a full stdout pipe.
+        try:
+            for chunk in iter(lambda: stream.read1(1 << 16), b""):
+                sink.append(chunk)
+        except (OSError, ValueError):
+            pass
+
+    def exited(self) -> bool:
+        if self.pidfd is not None:
+            p = select.poll()
+            p.register(self.pidfd, select.POLLIN)
+            return bool(p.poll(0))
+        try:
+            info = os.waitid(os.P_PID, self.proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        except ChildProcessError:
+            return True
+        return info is not None
+
+    def kill_group(self) -> None:
+        try:
+            os.killpg(self.pgid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def finish(self) -> Optional[int]:
+        """Kill whatever is left of the group, reap the child, collect output."""
+        self.kill_group()
+        rc = self.proc.wait()
+        for t in self._readers:
+            t.join(timeout=5.0)
+        for s in (self.proc.stdout, self.proc.stderr):
+            try:
+                s.close()
+            except OSError:
+                pass
+        if self.pidfd is not None:
+            os.close(self.pidfd)
+            self.pidfd = None
+        return rc
+
+
+def run_compiler(cmd: Sequence[Any], policy: Policy, *, server: Optional[PipeServer] = None,
+                 format: str = "auto", timeout: Optional[float] = 60.0,
+                 env: Optional[Mapping[str, str]] = None, cwd: Optional[str] = None) -> CompileResult:
+    """Run ``cmd`` (``{base}`` in an argument is replaced by the channel base)
+    and answer its decisions with ``policy`` until it exits.
+
+    The child gets no stdin and its own process group; the whole group is
+    killed on ``timeout`` (``timed_out`` is then True) and, in any case, before
+    returning, so no process is left behind. A compiler that never opens the
+    channel (e.g. LLVM regalloc without a decision) is fine: the wait ends when
+    it exits. A policy error in bitstream (which cannot report it) kills the
+    compiler (LLVM 19 would spin forever) and is re-raised, with the partial
+    CompileResult as its ``result`` attribute.
+    """
+    own = server is None
+    srv = server if server is not None else PipeServer(format=format, timeout=timeout)
+    sessions: List[Session] = []
+    timed_out = threading.Event()
+    done = threading.Event()
+    child: Optional[_Child] = None
+    try:
+        args = [str(a).replace("{base}", srv.base) for a in cmd]
+        child = _Child(args, env, cwd)
+
+        def watchdog() -> None:
+            if not done.wait(timeout):
+                timed_out.set()
+                child.kill_group()
+
+        dog = threading.Thread(target=watchdog, daemon=True)
+        if timeout is not None:
+            dog.start()
+        watch = [child.pidfd] if child.pidfd is not None else []
+        # Without a pidfd, look at the child between short idle waits.
+        idle = None if watch else 0.05
+        ch = srv.channel
+        while True:
+            s = srv.serve_session(policy, timeout=idle, watch=watch, on_abort=child.kill_group)
+            if s is not None:
+                sessions.append(s)
+                continue
+            if child.exited():
+                # Bytes written just before exiting are still worth serving.
+                if ch.buf.avail or pending_bytes(ch.out_fd):
+                    continue
+                break
+        done.set()
+        rc = child.finish()
+        out, err = b"".join(child.out), b"".join(child.err)
+        child = None
+        return CompileResult(rc, out, err, sessions, sum(s.observations for s in sessions), timed_out.is_set())
+    except BaseException as exc:
+        done.set()
+        if child is not None:
+            rc = child.finish()
+            result = CompileResult(rc, b"".join(child.out), b"".join(child.err), sessions,
+                                   sum(s.observations for s in sessions), timed_out.is_set())
+            child = None
+            try:
+                exc.result = result  # type: ignore[attr-defined]
+            except AttributeError:
+                pass
+        raise
+    finally:
+        done.set()
+        if child is not None:
+            child.finish()
+        if own:
+            srv.close()

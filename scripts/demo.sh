@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# The main job: a toy C++ compiler (toyc) asks a Python model, over named
+# pipes, how much to unroll each loop, in each of the three wire formats.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+"$root/scripts/setup.sh"
+"$root/scripts/build.sh" "$root/build" >/dev/null
+export PYTHONPATH="$root/python${PYTHONPATH:+:$PYTHONPATH}"
+for fmt in bitstream json protobuf; do
+  echo "== toyc asks the unroll model over named pipes, format: $fmt"
+  python3 "$root/examples/demo/unroll_model.py" "$root/build/examples/toyc" "$root/examples/demo/kernels.toy" --format "$fmt"
+  echo
+done

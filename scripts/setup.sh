@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs what building and testing mlbridge needs; safe to run again.
+# Debian packages via apt-get; Python packages via pip for the default
+# `python3` (see README: we use the PyPI interpreter, not Debian's /usr/bin/python3).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+
+debs=(cmake ninja-build g++ pkg-config libgtest-dev protobuf-compiler libprotobuf-dev
+      llvm-19 clang-19)
+missing=()
+for p in "${debs[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing Debian packages: ${missing[*]}"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q "${missing[@]}"
+fi
+
+PY=${PYTHON:-python3}
+if ! "$PY" -c "import numpy, pytest, google.protobuf, orjson" >/dev/null 2>&1; then
+  echo "setup: installing Python packages for $PY"
+  "$PY" -m pip install -q --disable-pip-version-check -r "$root/python/requirements-dev.txt"
+fi

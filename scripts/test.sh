@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Every test: C++ (gtest) and Python (pytest, incl. stock LLVM 19 interop) via
+# ctest, warning-free with -Werror under g++ and clang, then the C++ tests
+# again under AddressSanitizer + UndefinedBehaviorSanitizer.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+"$root/scripts/setup.sh"
+export PYTHONPATH="$root/python${PYTHONPATH:+:$PYTHONPATH}"
+
+echo "== g++: build and run all tests"
+"$root/scripts/build.sh" "$root/build"
+(cd "$root/build" && ctest --output-on-failure --timeout 900)
+
+echo "== clang-19: warning-free build and C++ tests"
+CC=clang-19 CXX=clang++-19 "$root/scripts/build.sh" "$root/build-clang" -DMLBRIDGE_BUILD_TOOLS=OFF
+(cd "$root/build-clang" && ctest --output-on-failure -R 'cpp_unit|noexcept')
+
+echo "== g++ with ASan + UBSan: C++ tests"
+"$root/scripts/build.sh" "$root/build-asan" -DCMAKE_BUILD_TYPE=Debug -DMLBRIDGE_SANITIZE=address,undefined -DMLBRIDGE_BUILD_TOOLS=OFF
+(cd "$root/build-asan" && ctest --output-on-failure -R 'cpp_unit|noexcept')
+
+echo "== install, then build consumers with find_package(MLBridge) and pkg-config"
+prefix=$(mktemp -d)
+trap 'rm -rf "$prefix"' EXIT
+cmake --install "$root/build" --prefix "$prefix" >/dev/null
+cmake -S "$root/tests/consumer" -B "$prefix/consumer-build" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
+cmake --build "$prefix/consumer-build" >/dev/null
+"$prefix/consumer-build/consumer"
+PKG_CONFIG_PATH="$prefix/lib/pkgconfig" g++ -std=c++17 -fno-exceptions -fno-rtti "$root/tests/consumer/main.cc" \
+  $(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --cflags --libs mlbridge) -o "$prefix/consumer-pc"
+LD_LIBRARY_PATH="$prefix/lib" "$prefix/consumer-pc"
+{ "$prefix/bin/mlbridge-bench" 2>&1 || true; } | grep -q usage && echo "mlbridge-bench installed"

@@ -1,0 +1,620 @@
+// JSON DOM reader and canonical writers (docs/protocol.md, "json payload").
+// The reader never throws and never recurses deeper than kMaxDepth; the
+// writers allocate nothing beyond appending to `out`.
+#include "json/json.h"
+
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+namespace mlbridge {
+namespace json {
+
+namespace {
+
+constexpr int kMaxDepth = 256;
+
+int hexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// Length of the valid UTF-8 sequence (2..4 bytes) starting at p with lead
+// byte >= 0x80; 0 if invalid (overlong, surrogate, > U+10FFFF, truncated).
+size_t utf8SequenceLength(const unsigned char* p, const unsigned char* end) {
+  unsigned char c = p[0];
+  size_t n;
+  unsigned char lo = 0x80, hi = 0xBF;  // allowed range of the second byte
+  if (c >= 0xC2 && c <= 0xDF) {
+    n = 2;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    n = 3;
+    if (c == 0xE0) lo = 0xA0;
+    if (c == 0xED) hi = 0x9F;  // no UTF-16 surrogates
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    n = 4;
+    if (c == 0xF0) lo = 0x90;
+    if (c == 0xF4) hi = 0x8F;
+  } else {
+    return 0;
+  }
+  if (static_cast<size_t>(end - p) < n) return 0;
+  if (p[1] < lo || p[1] > hi) return 0;
+  for (size_t i = 2; i < n; ++i)
+    if ((p[i] & 0xC0) != 0x80) return 0;
+  return n;
+}
+
+void appendUtf8(std::string& out, uint32_t cp) {
+  char b[4];
+  size_t n;
+  if (cp < 0x80) {
+    b[0] = static_cast<char>(cp);
+    n = 1;
+  } else if (cp < 0x800) {
+    b[0] = static_cast<char>(0xC0 | (cp >> 6));
+    b[1] = static_cast<char>(0x80 | (cp & 0x3F));
+    n = 2;
+  } else if (cp < 0x10000) {
+    b[0] = static_cast<char>(0xE0 | (cp >> 12));
+    b[1] = static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    b[2] = static_cast<char>(0x80 | (cp & 0x3F));
+    n = 3;
+  } else {
+    b[0] = static_cast<char>(0xF0 | (cp >> 18));
+    b[1] = static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+    b[2] = static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    b[3] = static_cast<char>(0x80 | (cp & 0x3F));
+    n = 4;
+  }
+  out.append(b, n);
+}
+
+enum class IntResult { kOk, kNotNumber, kNotIntegral, kOutOfRange };
+
+// A JSON number token split into sign, mantissa digits and exponent:
+// value = digits (with the '.' removed) * 10^(exp10 - fracDigits).
+struct Decimal {
+  bool negative = false;
+  std::string_view mantissa;  // digits, possibly with one '.'
+  int64_t fracDigits = 0;
+  int64_t exp10 = 0;  // saturated far beyond any representable range
+};
+
+bool splitDecimal(std::string_view t, Decimal* d) {
+  size_t i = 0;
+  if (i < t.size() && t[i] == '-') {
+    d->negative = true;
+    ++i;
+  }
+  size_t start = i;
+  bool seenDigit = false, inFrac = false;
+  for (; i < t.size(); ++i) {
+    char c = t[i];
+    if (c >= '0' && c <= '9') {
+      seenDigit = true;
+      if (inFrac) ++d->fracDigits;
+    } else if (c == '.' && !inFrac) {
+      inFrac = true;
+    } else {
+      break;
+    }
+  }
+  if (!seenDigit) return false;
+  d->mantissa = t.substr(start, i - start);
+  if (i == t.size()) return true;
+  if (t[i] != 'e' && t[i] != 'E') return false;
+  ++i;
+  bool expNeg = false;
+  if (i < t.size() && (t[i] == '+' || t[i] == '-')) expNeg = t[i++] == '-';
+  if (i == t.size()) return false;
+  for (; i < t.size(); ++i) {
+    if (t[i] < '0' || t[i] > '9') return false;
+    if (d->exp10 < 1000000) d->exp10 = d->exp10 * 10 + (t[i] - '0');
+  }
+  if (expNeg) d->exp10 = -d->exp10;
+  return true;
+}
+
+// Exact value of a JSON number token as sign + 64-bit magnitude, accepting
+// any form whose value is an integer ("12", "1.2e1", "1200e-2").
+IntResult decimalToInteger(std::string_view t, bool* negative, uint64_t* magnitude) {
+  Decimal d;
+  if (!splitDecimal(t, &d)) return IntResult::kNotNumber;
+  *negative = d.negative;
+  int64_t exp10 = d.exp10 - d.fracDigits;
+  const char* b = d.mantissa.data();
+  const char* e = b + d.mantissa.size();
+  while (b < e && (*b == '0' || *b == '.')) ++b;
+  if (b == e) {
+    *magnitude = 0;
+    return IntResult::kOk;
+  }
+  while (e[-1] == '0' || e[-1] == '.') {  // stops at b's nonzero digit
+    if (e[-1] == '0') ++exp10;
+    --e;
+  }
+  if (exp10 < 0) return IntResult::kNotIntegral;
+  constexpr uint64_t kMax = std::numeric_limits<uint64_t>::max();
+  uint64_t m = 0;
+  for (const char* p = b; p < e; ++p) {
+    if (*p == '.') continue;
+    unsigned digit = static_cast<unsigned>(*p - '0');
+    if (m > (kMax - digit) / 10) return IntResult::kOutOfRange;
+    m = m * 10 + digit;
+  }
+  for (int64_t k = 0; k < exp10; ++k) {
+    if (m > kMax / 10) return IntResult::kOutOfRange;
+    m *= 10;
+  }
+  *magnitude = m;
+  return IntResult::kOk;
+}
+
+// True if the number token `t` has magnitude below 1, i.e. a from_chars range
+// error was an underflow (rounds to zero), not an overflow.
+bool magnitudeBelowOne(std::string_view t) {
+  Decimal d;
+  if (!splitDecimal(t, &d)) return false;
+  // Power of ten of the first significant digit.
+  size_t dot = d.mantissa.find('.');
+  int64_t intDigits = static_cast<int64_t>(dot == std::string_view::npos ? d.mantissa.size() : dot);
+  int64_t index = 0;  // among digits, '.' skipped
+  for (char c : d.mantissa) {
+    if (c == '.') continue;
+    if (c != '0') return intDigits - 1 - index + d.exp10 < 0;
+    ++index;
+  }
+  return true;  // zero
+}
+
+template <class T>
+bool textToFloat(std::string_view t, T* out) {
+  if (t == "NaN") {
+    *out = std::numeric_limits<T>::quiet_NaN();
+    return true;
+  }
+  if (t == "Infinity" || t == "-Infinity") {
+    *out = t[0] == '-' ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::infinity();
+    return true;
+  }
+  if (t.empty() || t[0] == '+') return false;
+  T v;
+  std::from_chars_result r = std::from_chars(t.data(), t.data() + t.size(), v, std::chars_format::general);
+  if (r.ptr != t.data() + t.size()) return false;
+  if (r.ec == std::errc::result_out_of_range) {
+    if (!magnitudeBelowOne(t)) return false;  // overflow: not representable
+    v = t[0] == '-' ? -T(0) : T(0);           // underflow rounds to zero, as IEEE does
+  } else if (r.ec != std::errc()) {
+    return false;
+  }
+  *out = v;
+  return true;
+}
+
+// Python repr() layout of the shortest round-trip digits of v.
+template <class T>
+void appendFloatImpl(std::string& out, T v) {
+  if (std::isnan(v)) {
+    out.append("\"NaN\"");
+    return;
+  }
+  if (std::isinf(v)) {
+    out.append(v < 0 ? "\"-Infinity\"" : "\"Infinity\"");
+    return;
+  }
+  char sci[48];
+  std::to_chars_result r = std::to_chars(sci, sci + sizeof sci, v, std::chars_format::scientific);
+  // sci = [-]d[.ddd]e(+|-)dd[d]
+  const char* p = sci;
+  char buf[64];
+  char* o = buf;
+  if (*p == '-') *o++ = *p++;
+  char digits[24];
+  int n = 0;
+  while (p < r.ptr && *p != 'e') {
+    if (*p != '.') digits[n++] = *p;
+    ++p;
+  }
+  ++p;  // 'e'
+  bool expNeg = *p == '-';
+  ++p;  // sign
+  int e = 0;
+  for (; p < r.ptr; ++p) e = e * 10 + (*p - '0');
+  if (expNeg) e = -e;
+
+  if (e >= 16 || e < -4) {
+    *o++ = digits[0];
+    if (n > 1) {
+      *o++ = '.';
+      std::memcpy(o, digits + 1, static_cast<size_t>(n - 1));
+      o += n - 1;
+    }
+    *o++ = 'e';
+    *o++ = e < 0 ? '-' : '+';
+    int a = e < 0 ? -e : e;
+    if (a >= 100) *o++ = static_cast<char>('0' + a / 100);
+    *o++ = static_cast<char>('0' + (a / 10) % 10);
+    *o++ = static_cast<char>('0' + a % 10);
+  } else if (e >= 0) {
+    int intDigits = e + 1;
+    if (n <= intDigits) {
+      std::memcpy(o, digits, static_cast<size_t>(n));
+      o += n;
+      for (int k = n; k < intDigits; ++k) *o++ = '0';
+      *o++ = '.';
+      *o++ = '0';
+    } else {
+      std::memcpy(o, digits, static_cast<size_t>(intDigits));
+      o += intDigits;
+      *o++ = '.';
+      std::memcpy(o, digits + intDigits, static_cast<size_t>(n - intDigits));
+      o += n - intDigits;
+    }
+  } else {
+    *o++ = '0';
+    *o++ = '.';
+    for (int k = -1; k > e; --k) *o++ = '0';
+    std::memcpy(o, digits, static_cast<size_t>(n));
+    o += n;
+  }
+  out.append(buf, static_cast<size_t>(o - buf));
+}
+
+}  // namespace
+
+// ---- reader ---------------------------------------------------------------
+
+class Parser {
+ public:
+  explicit Parser(std::string_view text)
+      : begin_(text.data()), p_(text.data()), end_(text.data() + text.size()) {}
+
+  Status parseDocument(Value& v) {
+    skipSpace();
+    MLBRIDGE_RETURN_IF_ERROR(parseValue(v, 0));
+    skipSpace();
+    if (p_ != end_) return error("unexpected text after the value");
+    return Status::OK();
+  }
+
+ private:
+  Status error(const char* what) const {
+    return dataLoss(std::string("invalid JSON at byte ") + std::to_string(p_ - begin_) + ": " + what);
+  }
+
+  void skipSpace() {
+    while (p_ < end_ && (*p_ == ' ' || *p_ == '\t' || *p_ == '\n' || *p_ == '\r')) ++p_;
+  }
+
+  bool consumeWord(const char* word) {
+    size_t n = std::strlen(word);
+    if (static_cast<size_t>(end_ - p_) < n || std::memcmp(p_, word, n) != 0) return false;
+    p_ += n;
+    return true;
+  }
+
+  Status parseValue(Value& v, int depth) {
+    if (p_ == end_) return error("unexpected end of input");
+    switch (*p_) {
+      case '{': return parseObject(v, depth + 1);
+      case '[': return parseArray(v, depth + 1);
+      case '"':
+        v.kind_ = Value::Kind::kString;
+        return parseString(v.text_);
+      case 't':
+        if (!consumeWord("true")) return error("invalid literal");
+        v.kind_ = Value::Kind::kBool;
+        v.bool_ = true;
+        return Status::OK();
+      case 'f':
+        if (!consumeWord("false")) return error("invalid literal");
+        v.kind_ = Value::Kind::kBool;
+        v.bool_ = false;
+        return Status::OK();
+      case 'n':
+        if (!consumeWord("null")) return error("invalid literal");
+        v.kind_ = Value::Kind::kNull;
+        return Status::OK();
+      case 'N':
+      case 'I': {
+        const char* start = p_;
+        if (!consumeWord("NaN") && !consumeWord("Infinity")) return error("invalid literal");
+        v.kind_ = Value::Kind::kNumber;
+        v.text_.assign(start, static_cast<size_t>(p_ - start));
+        return Status::OK();
+      }
+      default:
+        return parseNumber(v);
+    }
+  }
+
+  Status parseNumber(Value& v) {
+    const char* start = p_;
+    if (*p_ == '-') {
+      ++p_;
+      if (consumeWord("Infinity")) {
+        v.kind_ = Value::Kind::kNumber;
+        v.text_.assign(start, static_cast<size_t>(p_ - start));
+        return Status::OK();
+      }
+    }
+    auto digit = [this] { return p_ < end_ && *p_ >= '0' && *p_ <= '9'; };
+    if (p_ < end_ && *p_ == '0') {
+      ++p_;
+    } else if (digit()) {
+      while (digit()) ++p_;
+    } else {
+      return error("invalid value");
+    }
+    if (p_ < end_ && *p_ == '.') {
+      ++p_;
+      if (!digit()) return error("invalid number: no digit after '.'");
+      while (digit()) ++p_;
+    }
+    if (p_ < end_ && (*p_ == 'e' || *p_ == 'E')) {
+      ++p_;
+      if (p_ < end_ && (*p_ == '+' || *p_ == '-')) ++p_;
+      if (!digit()) return error("invalid number: no digit in the exponent");
+      while (digit()) ++p_;
+    }
+    v.kind_ = Value::Kind::kNumber;
+    v.text_.assign(start, static_cast<size_t>(p_ - start));
+    return Status::OK();
+  }
+
+  Status parseHex4(uint32_t* out) {
+    if (end_ - p_ < 4) return error("truncated \\u escape");
+    uint32_t x = 0;
+    for (int i = 0; i < 4; ++i) {
+      int h = hexValue(p_[i]);
+      if (h < 0) return error("invalid \\u escape");
+      x = x * 16 + static_cast<uint32_t>(h);
+    }
+    p_ += 4;
+    *out = x;
+    return Status::OK();
+  }
+
+  // p_ at the opening quote.
+  Status parseString(std::string& out) {
+    ++p_;
+    out.clear();
+    for (;;) {
+      const char* run = p_;
+      while (p_ < end_) {
+        unsigned char c = static_cast<unsigned char>(*p_);
+        if (c == '"' || c == '\\' || c < 0x20 || c >= 0x80) break;
+        ++p_;
+      }
+      out.append(run, static_cast<size_t>(p_ - run));
+      if (p_ == end_) return error("unterminated string");
+      unsigned char c = static_cast<unsigned char>(*p_);
+      if (c == '"') {
+        ++p_;
+        return Status::OK();
+      }
+      if (c < 0x20) return error("control character in string");
+      if (c >= 0x80) {
+        size_t n = utf8SequenceLength(reinterpret_cast<const unsigned char*>(p_),
+                                      reinterpret_cast<const unsigned char*>(end_));
+        if (n == 0) return error("invalid UTF-8 in string");
+        out.append(p_, n);
+        p_ += n;
+        continue;
+      }
+      // Backslash escape.
+      ++p_;
+      if (p_ == end_) return error("unterminated string");
+      char e = *p_++;
+      switch (e) {
+        case '"': out += '"'; break;
+        case '\\': out += '\\'; break;
+        case '/': out += '/'; break;
+        case 'b': out += '\b'; break;
+        case 'f': out += '\f'; break;
+        case 'n': out += '\n'; break;
+        case 'r': out += '\r'; break;
+        case 't': out += '\t'; break;
+        case 'u': {
+          uint32_t cp = 0;
+          MLBRIDGE_RETURN_IF_ERROR(parseHex4(&cp));
+          if (cp >= 0xDC00 && cp <= 0xDFFF) return error("unpaired low surrogate in \\u escape");
+          if (cp >= 0xD800 && cp <= 0xDBFF) {
+            if (end_ - p_ < 2 || p_[0] != '\\' || p_[1] != 'u') return error("unpaired high surrogate in \\u escape");
+            p_ += 2;
+            uint32_t lo = 0;
+            MLBRIDGE_RETURN_IF_ERROR(parseHex4(&lo));
+            if (lo < 0xDC00 || lo > 0xDFFF) return error("unpaired high surrogate in \\u escape");
+            cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+          }
+          appendUtf8(out, cp);
+          break;
+        }
+        default:
+          --p_;
+          return error("invalid escape in string");
+      }
+    }
+  }
+
+  Status parseArray(Value& v, int depth) {
+    if (depth > kMaxDepth) return error("nesting too deep");
+    ++p_;  // '['
+    v.kind_ = Value::Kind::kArray;
+    skipSpace();
+    if (p_ < end_ && *p_ == ']') {
+      ++p_;
+      return Status::OK();
+    }
+    for (;;) {
+      skipSpace();
+      v.items_.emplace_back();
+      MLBRIDGE_RETURN_IF_ERROR(parseValue(v.items_.back(), depth));
+      skipSpace();
+      if (p_ == end_) return error("unterminated array");
+      if (*p_ == ',') {
+        ++p_;
+        continue;
+      }
+      if (*p_ == ']') {
+        ++p_;
+        return Status::OK();
+      }
+      return error("expected ',' or ']'");
+    }
+  }
+
+  Status parseObject(Value& v, int depth) {
+    if (depth > kMaxDepth) return error("nesting too deep");
+    ++p_;  // '{'
+    v.kind_ = Value::Kind::kObject;
+    skipSpace();
+    if (p_ < end_ && *p_ == '}') {
+      ++p_;
+      return Status::OK();
+    }
+    for (;;) {
+      skipSpace();
+      if (p_ == end_ || *p_ != '"') return error("expected a string key");
+      v.members_.emplace_back();
+      MLBRIDGE_RETURN_IF_ERROR(parseString(v.members_.back().first));
+      skipSpace();
+      if (p_ == end_ || *p_ != ':') return error("expected ':'");
+      ++p_;
+      skipSpace();
+      MLBRIDGE_RETURN_IF_ERROR(parseValue(v.members_.back().second, depth));
+      skipSpace();
+      if (p_ == end_) return error("unterminated object");
+      if (*p_ == ',') {
+        ++p_;
+        continue;
+      }
+      if (*p_ == '}') {
+        ++p_;
+        return Status::OK();
+      }
+      return error("expected ',' or '}'");
+    }
+  }
+
+  const char* begin_;
+  const char* p_;
+  const char* end_;
+};
+
+StatusOr<Value> parse(std::string_view text) {
+  Value v;
+  Parser parser(text);
+  Status s = parser.parseDocument(v);
+  if (!s.ok()) return s;
+  return v;
+}
+
+const Value* Value::find(std::string_view key) const {
+  if (kind_ != Kind::kObject) return nullptr;
+  for (const auto& m : members_)
+    if (m.first == key) return &m.second;
+  return nullptr;
+}
+
+bool Value::toInt64(int64_t* out) const {
+  if (kind_ != Kind::kNumber) return false;
+  const char* b = text_.data();
+  const char* e = b + text_.size();
+  int64_t v;
+  std::from_chars_result r = std::from_chars(b, e, v);
+  if (r.ec == std::errc() && r.ptr == e) {
+    *out = v;
+    return true;
+  }
+  bool negative;
+  uint64_t m;
+  if (decimalToInteger(text_, &negative, &m) != IntResult::kOk) return false;
+  if (negative) {
+    if (m > uint64_t(1) << 63) return false;
+    *out = m == uint64_t(1) << 63 ? std::numeric_limits<int64_t>::min() : -static_cast<int64_t>(m);
+  } else {
+    if (m > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) return false;
+    *out = static_cast<int64_t>(m);
+  }
+  return true;
+}
+
+bool Value::toUInt64(uint64_t* out) const {
+  if (kind_ != Kind::kNumber) return false;
+  const char* b = text_.data();
+  const char* e = b + text_.size();
+  uint64_t v;
+  std::from_chars_result r = std::from_chars(b, e, v);
+  if (r.ec == std::errc() && r.ptr == e) {
+    *out = v;
+    return true;
+  }
+  bool negative;
+  uint64_t m;
+  if (decimalToInteger(text_, &negative, &m) != IntResult::kOk) return false;
+  if (negative && m != 0) return false;
+  *out = m;
+  return true;
+}
+
+bool Value::toDouble(double* out) const {
+  if (kind_ == Kind::kString) {
+    if (text_ != "NaN" && text_ != "Infinity" && text_ != "-Infinity") return false;
+  } else if (kind_ != Kind::kNumber) {
+    return false;
+  }
+  return textToFloat(text_, out);
+}
+
+// ---- writers --------------------------------------------------------------
+
+void appendString(std::string& out, std::string_view s) {
+  out += '"';
+  const char* run = s.data();
+  const char* end = s.data() + s.size();
+  for (const char* p = run; p < end; ++p) {
+    unsigned char c = static_cast<unsigned char>(*p);
+    if (c >= 0x20 && c != '"' && c != '\\') continue;
+    out.append(run, static_cast<size_t>(p - run));
+    run = p + 1;
+    switch (c) {
+      case '"': out.append("\\\""); break;
+      case '\\': out.append("\\\\"); break;
+      case '\n': out.append("\\n"); break;
+      case '\r': out.append("\\r"); break;
+      case '\t': out.append("\\t"); break;
+      case '\b': out.append("\\b"); break;
+      case '\f': out.append("\\f"); break;
+      default: {
+        static const char kHex[] = "0123456789abcdef";
+        char u[6] = {'\\', 'u', '0', '0', kHex[c >> 4], kHex[c & 15]};
+        out.append(u, 6);
+      }
+    }
+  }
+  out.append(run, static_cast<size_t>(end - run));
+  out += '"';
+}
+
+void appendFloat32(std::string& out, float v) { appendFloatImpl(out, v); }
+void appendFloat64(std::string& out, double v) { appendFloatImpl(out, v); }
+
+void appendInt(std::string& out, int64_t v) {
+  char buf[24];
+  std::to_chars_result r = std::to_chars(buf, buf + sizeof buf, v);
+  out.append(buf, static_cast<size_t>(r.ptr - buf));
+}
+
+void appendUInt(std::string& out, uint64_t v) {
+  char buf[24];
+  std::to_chars_result r = std::to_chars(buf, buf + sizeof buf, v);
+  out.append(buf, static_cast<size_t>(r.ptr - buf));
+}
+
+}  // namespace json
+}  // namespace mlbridge

@@ -1,0 +1,1238 @@
+// The framed json format (docs/protocol.md, "json payload"). Writers emit the
+// canonical bytes; the reply reader is a pull tokenizer that parses numbers
+// straight into the runner's output buffers (no DOM, no heap allocation for
+// numeric outputs) and accepts any valid JSON: any key order, white space,
+// escapes, number forms, unknown keys.
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <type_traits>
+
+#include "json/json.h"
+#include "wire/codec.h"
+
+namespace mlbridge {
+namespace wire {
+namespace {
+
+constexpr char kFormatByte = 'J';
+constexpr size_t kMaxDims = 64;  // more is refused, not a real tensor
+constexpr int kMaxDepth = 256;   // nesting of skipped unknown values
+
+// ---- framing (same layout as the protobuf codec, docs/protocol.md) --------
+
+void appendPreamble(std::string& s) {
+  const char p[kPreambleSize] = {'M', 'L', 'B', 'R', static_cast<char>(kProtocolVersion), kFormatByte, 0, 0};
+  s.append(p, kPreambleSize);
+}
+
+Status checkPreamble(Span<const uint8_t> b, size_t pos) {
+  if (b.size() - pos < kPreambleSize) return dataLoss("json stream: truncated preamble at byte " + std::to_string(pos));
+  if (std::memcmp(b.data() + pos, "MLBR", 4) != 0)
+    return dataLoss("json stream: no MLBR preamble at byte " + std::to_string(pos));
+  if (b[pos + 4] != kProtocolVersion)
+    return unimplemented("json stream: protocol version " + std::to_string(b[pos + 4]) +
+                         ", this reader supports version " + std::to_string(kProtocolVersion));
+  if (b[pos + 5] != kFormatByte)
+    return invalidArgument(std::string("json stream: the preamble announces format '") +
+                           static_cast<char>(b[pos + 5]) + "', not 'J' (json)");
+  return Status::OK();
+}
+
+// Calls onPayload(payload) for every frame of a recorded stream. With
+// `preamble`, the stream starts with one, and a new preamble may start a new
+// session anywhere a frame could (its "MLBR" is far over any frame limit).
+template <class F>
+Status forEachFrame(Span<const uint8_t> b, bool preamble, F onPayload) {
+  size_t pos = 0;
+  if (preamble) {
+    MLBRIDGE_RETURN_IF_ERROR(checkPreamble(b, 0));
+    pos = kPreambleSize;
+  }
+  while (pos < b.size()) {
+    size_t left = b.size() - pos;
+    if (preamble && left >= 4 && std::memcmp(b.data() + pos, "MLBR", 4) == 0) {
+      MLBRIDGE_RETURN_IF_ERROR(checkPreamble(b, pos));
+      pos += kPreambleSize;
+      continue;
+    }
+    if (left < kFrameHeaderSize) return dataLoss("json stream: truncated frame length at byte " + std::to_string(pos));
+    const uint8_t* p = b.data() + pos;
+    size_t len = size_t(p[0]) | size_t(p[1]) << 8 | size_t(p[2]) << 16 | size_t(p[3]) << 24;
+    if (len > kDefaultMaxFrameBytes)
+      return dataLoss("json stream: frame at byte " + std::to_string(pos) + " announces " + std::to_string(len) +
+                      " bytes, over the limit of " + std::to_string(kDefaultMaxFrameBytes));
+    if (left - kFrameHeaderSize < len)
+      return dataLoss("json stream: truncated frame at byte " + std::to_string(pos) + ": " + std::to_string(len) +
+                      " bytes announced, " + std::to_string(left - kFrameHeaderSize) + " present");
+    Status s = onPayload(Span<const uint8_t>(p + kFrameHeaderSize, len));
+    if (!s.ok()) return Status(s.code(), "json stream: frame at byte " + std::to_string(pos) + ": " + s.message());
+    pos += kFrameHeaderSize + len;
+  }
+  return Status::OK();
+}
+
+// One length-prefixed payload formatted in place in the scratch buffer.
+class Frame {
+ public:
+  explicit Frame(OutputList& out) : out_(out), s_(out.scratch()), start_(s_.size()) { s_.append(4, '\0'); }
+  std::string& s() { return s_; }
+  Status finish(const char* what) {
+    size_t len = s_.size() - start_ - kFrameHeaderSize;
+    if (len > 0xFFFFFFFFu) {
+      s_.resize(start_);
+      return Status(StatusCode::kResourceExhausted,
+                    std::string(what) + " is " + std::to_string(len) + " bytes: too large for one frame");
+    }
+    for (int i = 0; i < 4; ++i) s_[start_ + i] = static_cast<char>(len >> (8 * i));
+    out_.commitScratch(s_.size() - start_);
+    return Status::OK();
+  }
+
+ private:
+  OutputList& out_;
+  std::string& s_;
+  size_t start_;
+};
+
+// Length of the valid UTF-8 sequence (2..4 bytes) at p, lead byte >= 0x80; 0 if invalid.
+size_t utf8SequenceLength(const unsigned char* p, const unsigned char* end) {
+  unsigned char c = p[0];
+  size_t n;
+  unsigned char lo = 0x80, hi = 0xBF;
+  if (c >= 0xC2 && c <= 0xDF) {
+    n = 2;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    n = 3;
+    if (c == 0xE0) lo = 0xA0;
+    if (c == 0xED) hi = 0x9F;
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    n = 4;
+    if (c == 0xF0) lo = 0x90;
+    if (c == 0xF4) hi = 0x8F;
+  } else {
+    return 0;
+  }
+  if (static_cast<size_t>(end - p) < n || p[1] < lo || p[1] > hi) return 0;
+  for (size_t i = 2; i < n; ++i)
+    if ((p[i] & 0xC0) != 0x80) return 0;
+  return n;
+}
+
+bool validUtf8(std::string_view s) {
+  const unsigned char* p = reinterpret_cast<const unsigned char*>(s.data());
+  const unsigned char* e = p + s.size();
+  while (p < e) {
+    if (*p < 0x80) {
+      ++p;
+      continue;
+    }
+    size_t n = utf8SequenceLength(p, e);
+    if (!n) return false;
+    p += n;
+  }
+  return true;
+}
+
+// Text that only informs (context names, error messages) is never refused:
+// invalid UTF-8 sequences become U+FFFD, as Python's errors="replace" does.
+std::string_view asValidUtf8(std::string_view s, std::string& storage) {
+  if (validUtf8(s)) return s;
+  storage.clear();
+  const unsigned char* p = reinterpret_cast<const unsigned char*>(s.data());
+  const unsigned char* e = p + s.size();
+  while (p < e) {
+    size_t n = *p < 0x80 ? 1 : utf8SequenceLength(p, e);
+    if (n) {
+      storage.append(reinterpret_cast<const char*>(p), n);
+      p += n;
+    } else {
+      storage.append("\xef\xbf\xbd");
+      ++p;
+    }
+  }
+  return storage;
+}
+
+// ---- encoding -------------------------------------------------------------
+
+template <class T>
+T load(const void* p, size_t k) {
+  T v;
+  std::memcpy(&v, static_cast<const char*>(p) + k * sizeof(T), sizeof(T));
+  return v;
+}
+
+template <class T>
+void appendInts(std::string& s, const void* data, size_t n) {
+  char buf[24];
+  for (size_t k = 0; k < n; ++k) {
+    char* b = buf;
+    if (k) *b++ = ',';
+    std::to_chars_result r = std::to_chars(b, buf + sizeof buf, load<T>(data, k));
+    s.append(buf, static_cast<size_t>(r.ptr - buf));
+  }
+}
+
+template <class T>
+void appendReals(std::string& s, const void* data, size_t n) {
+  for (size_t k = 0; k < n; ++k) {
+    if (k) s += ',';
+    if (sizeof(T) == 4)
+      json::appendFloat32(s, static_cast<float>(load<T>(data, k)));
+    else
+      json::appendFloat64(s, static_cast<double>(load<T>(data, k)));
+  }
+}
+
+// Longest text of one element plus its comma, to reserve once per tensor.
+size_t maxElementWidth(DType t) {
+  switch (t) {
+    case DType::kFloat32: return 16;  // -1.1754944e-38,
+    case DType::kFloat64: return 25;  // -2.2250738585072014e-308,
+    case DType::kBool: return 6;
+    case DType::kString: return 8;    // a guess: strings are rare
+    default: return 2 + 3 * dtypeSize(t);
+  }
+}
+
+void appendData(std::string& s, const TensorRef& t) {
+  const size_t n = t.spec->elementCount();
+  s.reserve(s.size() + n * maxElementWidth(t.spec->type()) + 2);
+  s += '[';
+  switch (t.spec->type()) {
+    case DType::kFloat32: appendReals<float>(s, t.data, n); break;
+    case DType::kFloat64: appendReals<double>(s, t.data, n); break;
+    case DType::kInt8: appendInts<int8_t>(s, t.data, n); break;
+    case DType::kUInt8: appendInts<uint8_t>(s, t.data, n); break;
+    case DType::kInt16: appendInts<int16_t>(s, t.data, n); break;
+    case DType::kUInt16: appendInts<uint16_t>(s, t.data, n); break;
+    case DType::kInt32: appendInts<int32_t>(s, t.data, n); break;
+    case DType::kUInt32: appendInts<uint32_t>(s, t.data, n); break;
+    case DType::kInt64: appendInts<int64_t>(s, t.data, n); break;
+    case DType::kUInt64: appendInts<uint64_t>(s, t.data, n); break;
+    case DType::kBool:
+      for (size_t k = 0; k < n; ++k) {
+        if (k) s += ',';
+        s += load<uint8_t>(t.data, k) ? "true" : "false";
+      }
+      break;
+    case DType::kString:
+      for (size_t k = 0; k < n; ++k) {
+        if (k) s += ',';
+        json::appendString(s, static_cast<const std::string*>(t.data)[k]);
+      }
+      break;
+    case DType::kInvalid: break;
+  }
+  s += ']';
+}
+
+void appendShape(std::string& s, const std::vector<int64_t>& shape) {
+  s += '[';
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i) s += ',';
+    json::appendInt(s, shape[i]);
+  }
+  s += ']';
+}
+
+void appendTensor(std::string& s, const TensorRef& t) {
+  s += "{\"name\":";
+  json::appendString(s, t.spec->name());
+  s += ",\"type\":\"";
+  s += dtypeName(t.spec->type());
+  s += "\",\"shape\":";
+  appendShape(s, t.spec->shape());
+  s += ",\"data\":";
+  appendData(s, t);
+  s += '}';
+}
+
+Status checkRefs(Span<const TensorRef> tensors, const char* what) {
+  for (const TensorRef& t : tensors) {
+    if (!t.spec) return invalidArgument(std::string(what) + " tensor without a spec");
+    if (t.spec->type() == DType::kInvalid)
+      return invalidArgument(std::string(what) + " '" + t.spec->name() + "' has an invalid dtype");
+    if (!t.data && t.spec->elementCount() != 0 && (t.spec->type() == DType::kString || t.spec->byteSize() != 0))
+      return invalidArgument(std::string(what) + " '" + t.spec->name() + "' has no data");
+    if (t.spec->type() == DType::kString) {
+      const std::string* strings = static_cast<const std::string*>(t.data);
+      for (size_t k = 0, n = t.spec->elementCount(); k < n; ++k)
+        if (!validUtf8(strings[k]))
+          return invalidArgument(std::string(what) + " '" + t.spec->name() + "' element " + std::to_string(k) +
+                                 " is not valid UTF-8: the json format carries text only (protobuf carries bytes)");
+    }
+  }
+  return Status::OK();
+}
+
+// {"observation":{...}} and {"reply":{...}} share their layout.
+Status encodeTensorMessage(const char* kind, int64_t id, Span<const TensorRef> tensors, OutputList& out) {
+  MLBRIDGE_RETURN_IF_ERROR(checkRefs(tensors, kind));
+  Frame frame(out);
+  std::string& s = frame.s();
+  s += "{\"";
+  s += kind;
+  s += "\":{\"id\":";
+  json::appendInt(s, id);
+  s += ",\"tensors\":[";
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    if (i) s += ',';
+    appendTensor(s, tensors[i]);
+  }
+  s += "]}}";
+  return frame.finish(kind);
+}
+
+// ---- number conversion (shared by the hot and the cold path) --------------
+
+// Exact integer of type T from a JSON number token. Integral values in any
+// form ("3", "3.0", "3e0") are accepted; fractions and out-of-range values
+// are not.
+template <class T>
+bool intFromToken(std::string_view tok, T* out) {
+  using Wide = std::conditional_t<std::is_signed<T>::value, int64_t, uint64_t>;
+  Wide w;
+  const char* e = tok.data() + tok.size();
+  std::from_chars_result r = std::from_chars(tok.data(), e, w);
+  if (r.ec != std::errc() || r.ptr != e) {
+    // Rare non-canonical forms ("3.0", "1e3"): the DOM's exact decimal
+    // conversion. Tokens up to 15 characters fit std::string's inline
+    // buffer, so this allocates nothing either.
+    StatusOr<json::Value> v = json::parse(tok);
+    if (!v.ok()) return false;
+    if (std::is_signed<T>::value) {
+      int64_t x;
+      if (!v->toInt64(&x)) return false;
+      w = static_cast<Wide>(x);
+    } else {
+      uint64_t x;
+      if (!v->toUInt64(&x)) return false;
+      w = static_cast<Wide>(x);
+    }
+  }
+  if (w < static_cast<Wide>(std::numeric_limits<T>::min()) || w > static_cast<Wide>(std::numeric_limits<T>::max()))
+    return false;
+  *out = static_cast<T>(w);
+  return true;
+}
+
+// Nearest T to a JSON number token (or NaN/Infinity/-Infinity), rounded once
+// from the text. Values below the smallest subnormal round to zero; values
+// beyond the type's range are errors.
+template <class T>
+bool realFromToken(std::string_view tok, T* out) {
+  T v;
+  const char* e = tok.data() + tok.size();
+  std::from_chars_result r = std::from_chars(tok.data(), e, v, std::chars_format::general);
+  if (r.ec == std::errc() && r.ptr == e) {
+    *out = v;
+    return true;
+  }
+  StatusOr<json::Value> parsed = json::parse(tok);
+  double d;
+  if (!parsed.ok() || !parsed->toDouble(&d)) return false;  // also double overflow
+  if (std::isnan(d) || std::isinf(d)) {
+    *out = static_cast<T>(d);
+    return true;
+  }
+  if (r.ec != std::errc::result_out_of_range || std::fabs(d) >= 1) return false;  // overflow of T
+  *out = std::signbit(d) ? -T(0) : T(0);
+  return true;
+}
+
+bool nonFiniteName(std::string_view s, double* out) {
+  if (s == "NaN") *out = std::numeric_limits<double>::quiet_NaN();
+  else if (s == "Infinity") *out = std::numeric_limits<double>::infinity();
+  else if (s == "-Infinity") *out = -std::numeric_limits<double>::infinity();
+  else return false;
+  return true;
+}
+
+// ---- hot path: pull tokenizer over one reply payload ----------------------
+
+int hexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+uint32_t hex4(const char* p) {
+  uint32_t x = 0;
+  for (int i = 0; i < 4; ++i) x = x * 16 + static_cast<uint32_t>(hexValue(p[i]));
+  return x;
+}
+
+// A string token as it appears between its quotes (validated, not decoded).
+struct RawString {
+  std::string_view raw;
+  bool escaped = false;
+};
+
+// Decodes a validated raw string, handing UTF-8 chunks to sink(ptr, len).
+template <class Sink>
+void unescape(std::string_view raw, Sink&& sink) {
+  const char* p = raw.data();
+  const char* e = p + raw.size();
+  const char* run = p;
+  while (p < e) {
+    if (*p != '\\') {
+      ++p;
+      continue;
+    }
+    sink(run, static_cast<size_t>(p - run));
+    char c = p[1];
+    p += 2;
+    char b[4];
+    size_t n = 1;
+    switch (c) {
+      case 'b': b[0] = '\b'; break;
+      case 'f': b[0] = '\f'; break;
+      case 'n': b[0] = '\n'; break;
+      case 'r': b[0] = '\r'; break;
+      case 't': b[0] = '\t'; break;
+      case 'u': {
+        uint32_t cp = hex4(p);
+        p += 4;
+        if (cp >= 0xD800 && cp <= 0xDBFF) {  // validated: a low surrogate follows
+          cp = 0x10000 + ((cp - 0xD800) << 10) + (hex4(p + 2) - 0xDC00);
+          p += 6;
+        }
+        if (cp < 0x80) {
+          b[0] = static_cast<char>(cp);
+        } else if (cp < 0x800) {
+          b[0] = static_cast<char>(0xC0 | (cp >> 6));
+          b[1] = static_cast<char>(0x80 | (cp & 0x3F));
+          n = 2;
+        } else if (cp < 0x10000) {
+          b[0] = static_cast<char>(0xE0 | (cp >> 12));
+          b[1] = static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+          b[2] = static_cast<char>(0x80 | (cp & 0x3F));
+          n = 3;
+        } else {
+          b[0] = static_cast<char>(0xF0 | (cp >> 18));
+          b[1] = static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+          b[2] = static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+          b[3] = static_cast<char>(0x80 | (cp & 0x3F));
+          n = 4;
+        }
+        break;
+      }
+      default: b[0] = c; break;  // '"' '\\' '/'
+    }
+    sink(b, n);
+    run = p;
+  }
+  sink(run, static_cast<size_t>(p - run));
+}
+
+bool stringEquals(const RawString& s, std::string_view expected) {
+  if (!s.escaped) return s.raw == expected;
+  size_t pos = 0;
+  bool same = true;
+  unescape(s.raw, [&](const char* p, size_t n) {
+    if (!same) return;
+    if (n > expected.size() - pos || std::memcmp(p, expected.data() + pos, n) != 0) same = false;
+    pos += n;
+  });
+  return same && pos == expected.size();
+}
+
+std::string decoded(const RawString& s) {
+  if (!s.escaped) return std::string(s.raw);
+  std::string out;
+  unescape(s.raw, [&](const char* p, size_t n) { out.append(p, n); });
+  return out;
+}
+
+void assignDecoded(const RawString& s, std::string& out) {
+  if (!s.escaped) {
+    out.assign(s.raw.data(), s.raw.size());  // reuses the element's capacity
+    return;
+  }
+  out.clear();
+  unescape(s.raw, [&](const char* p, size_t n) { out.append(p, n); });
+}
+
+// Short strings (dtype names, "NaN") decoded into a stack buffer; false if too long.
+template <size_t N>
+bool decodeSmall(const RawString& s, char (&buf)[N], std::string_view* out) {
+  size_t len = 0;
+  bool fits = true;
+  unescape(s.raw, [&](const char* p, size_t n) {
+    if (!fits || n > N - len) {
+      fits = false;
+      return;
+    }
+    std::memcpy(buf + len, p, n);
+    len += n;
+  });
+  *out = std::string_view(buf, len);
+  return fits;
+}
+
+class Lexer {
+ public:
+  Lexer(const char* b, const char* e) : begin_(b), p_(b), end_(e) {}
+
+  void ws() {
+    while (p_ < end_ && (*p_ == ' ' || *p_ == '\n' || *p_ == '\r' || *p_ == '\t')) ++p_;
+  }
+  char peek() {
+    ws();
+    return p_ < end_ ? *p_ : '\0';
+  }
+  bool eat(char c) {
+    ws();
+    if (p_ < end_ && *p_ == c) {
+      ++p_;
+      return true;
+    }
+    return false;
+  }
+  Status expect(char c) {
+    if (eat(c)) return Status::OK();
+    return error(p_ == end_ ? std::string("unexpected end of the message") : std::string("expected '") + c + "'");
+  }
+  bool atEnd() {
+    ws();
+    return p_ == end_;
+  }
+
+  Status string(RawString* out) {
+    ws();
+    if (p_ == end_ || *p_ != '"') return error("expected a string");
+    const char* start = ++p_;
+    bool escaped = false;
+    for (;;) {
+      while (p_ < end_) {
+        unsigned char c = static_cast<unsigned char>(*p_);
+        if (c == '"' || c == '\\' || c < 0x20 || c >= 0x80) break;
+        ++p_;
+      }
+      if (p_ == end_) return error("unterminated string");
+      unsigned char c = static_cast<unsigned char>(*p_);
+      if (c == '"') break;
+      if (c < 0x20) return error("control character in a string");
+      if (c >= 0x80) {
+        size_t n = utf8SequenceLength(reinterpret_cast<const unsigned char*>(p_),
+                                      reinterpret_cast<const unsigned char*>(end_));
+        if (!n) return error("invalid UTF-8 in a string");
+        p_ += n;
+        continue;
+      }
+      escaped = true;
+      if (end_ - p_ < 2) return error("unterminated string");
+      char e = p_[1];
+      if (e == 'u') {
+        if (end_ - p_ < 6 || !validHex4(p_ + 2)) return error("invalid \\u escape");
+        uint32_t cp = hex4(p_ + 2);
+        p_ += 6;
+        if (cp >= 0xDC00 && cp <= 0xDFFF) return error("unpaired surrogate in a \\u escape");
+        if (cp >= 0xD800 && cp <= 0xDBFF) {
+          if (end_ - p_ < 6 || p_[0] != '\\' || p_[1] != 'u' || !validHex4(p_ + 2))
+            return error("unpaired surrogate in a \\u escape");
+          uint32_t lo = hex4(p_ + 2);
+          if (lo < 0xDC00 || lo > 0xDFFF) return error("unpaired surrogate in a \\u escape");
+          p_ += 6;
+        }
+      } else if (e == '"' || e == '\\' || e == '/' || e == 'b' || e == 'f' || e == 'n' || e == 'r' || e == 't') {
+        p_ += 2;
+      } else {
+        return error("invalid escape in a string");
+      }
+    }
+    out->raw = std::string_view(start, static_cast<size_t>(p_ - start));
+    out->escaped = escaped;
+    ++p_;  // closing quote
+    return Status::OK();
+  }
+
+  // A number token, or a bare NaN / Infinity / -Infinity.
+  Status number(std::string_view* tok) {
+    ws();
+    const char* start = p_;
+    if (p_ < end_ && *p_ == '-') ++p_;
+    if (p_ < end_ && (*p_ == 'N' || *p_ == 'I')) {  // rare: test the words only here
+      if ((p_ == start && word("NaN")) || word("Infinity")) {
+        *tok = std::string_view(start, static_cast<size_t>(p_ - start));
+        return Status::OK();
+      }
+      p_ = start;
+      return error("expected a number");
+    }
+    if (p_ < end_ && *p_ == '0') {
+      ++p_;
+    } else if (digit()) {
+      while (digit()) ++p_;
+    } else {
+      p_ = start;
+      return error("expected a number");
+    }
+    if (p_ < end_ && *p_ == '.') {
+      ++p_;
+      if (!digit()) return error("invalid number");
+      while (digit()) ++p_;
+    }
+    if (p_ < end_ && (*p_ == 'e' || *p_ == 'E')) {
+      ++p_;
+      if (p_ < end_ && (*p_ == '+' || *p_ == '-')) ++p_;
+      if (!digit()) return error("invalid number");
+      while (digit()) ++p_;
+    }
+    *tok = std::string_view(start, static_cast<size_t>(p_ - start));
+    return Status::OK();
+  }
+
+  bool word(const char* w) {
+    size_t n = std::strlen(w);
+    if (static_cast<size_t>(end_ - p_) < n || std::memcmp(p_, w, n) != 0) return false;
+    p_ += n;
+    return true;
+  }
+
+  Status skipValue(int depth) {
+    if (depth > kMaxDepth) return error("nesting too deep");
+    char c = peek();
+    if (c == '"') {
+      RawString s;
+      return string(&s);
+    }
+    if (c == '{' || c == '[') {
+      ++p_;
+      const char close = c == '{' ? '}' : ']';
+      if (eat(close)) return Status::OK();
+      for (;;) {
+        if (c == '{') {
+          RawString key;
+          MLBRIDGE_RETURN_IF_ERROR(string(&key));
+          MLBRIDGE_RETURN_IF_ERROR(expect(':'));
+        }
+        MLBRIDGE_RETURN_IF_ERROR(skipValue(depth + 1));
+        if (eat(',')) continue;
+        return expect(close);
+      }
+    }
+    if (word("true") || word("false") || word("null")) return Status::OK();
+    std::string_view tok;
+    return number(&tok);
+  }
+
+  Status error(const std::string& what) const {
+    return dataLoss("invalid JSON reply at byte " + std::to_string(p_ - begin_) + ": " + what);
+  }
+
+ private:
+  bool digit() const { return p_ < end_ && *p_ >= '0' && *p_ <= '9'; }
+  static bool validHex4(const char* p) {
+    for (int i = 0; i < 4; ++i)
+      if (hexValue(p[i]) < 0) return false;
+    return true;
+  }
+
+  const char* begin_;
+  const char* p_;
+  const char* end_;
+};
+
+// Element errors say what is wrong; readList adds which tensor and element.
+Status badValue(const TensorSpec& spec, std::string_view tok) {
+  return dataLoss(std::string(tok) + " is not a valid " + dtypeName(spec.type()));
+}
+
+template <class T>
+Status readNumber(Lexer& L, const TensorSpec& spec, T* out) {
+  if (L.peek() == '"') {  // "NaN", "Infinity", "-Infinity" for floats
+    RawString s;
+    MLBRIDGE_RETURN_IF_ERROR(L.string(&s));
+    char buf[16];
+    std::string_view text;
+    double d;
+    if (std::is_floating_point<T>::value && decodeSmall(s, buf, &text) && nonFiniteName(text, &d)) {
+      *out = static_cast<T>(d);
+      return Status::OK();
+    }
+    return badValue(spec, "\"" + decoded(s) + "\"");
+  }
+  std::string_view tok;
+  MLBRIDGE_RETURN_IF_ERROR(L.number(&tok));
+  bool ok;
+  if constexpr (std::is_floating_point<T>::value)
+    ok = realFromToken(tok, out);
+  else
+    ok = intFromToken(tok, out);
+  if (!ok) return badValue(spec, tok);
+  return Status::OK();
+}
+
+Status readBool(Lexer& L, const TensorSpec& spec, uint8_t* out) {
+  if (L.word("true")) {
+    *out = 1;
+    return Status::OK();
+  }
+  if (L.word("false")) {
+    *out = 0;
+    return Status::OK();
+  }
+  if (L.peek() == '"') return badValue(spec, "a string");
+  std::string_view tok;
+  MLBRIDGE_RETURN_IF_ERROR(L.number(&tok));
+  if (tok == "0" || tok == "1") {
+    *out = tok[0] == '1';
+    return Status::OK();
+  }
+  return badValue(spec, tok);
+}
+
+Status valueError(const TensorSpec& spec, size_t k, const Status& s) {
+  return Status(s.code(), "reply tensor '" + spec.name() + "' value " + std::to_string(k) + ": " + s.message());
+}
+
+// Reads a flat list of the spec's dtype into dst; *count = elements read.
+template <class T, class Read>
+Status readList(Lexer& L, const TensorSpec& spec, void* dst, size_t* count, Read read) {
+  MLBRIDGE_RETURN_IF_ERROR(L.expect('['));
+  const size_t cap = spec.elementCount();
+  char* d = static_cast<char*>(dst);
+  size_t n = 0;
+  if (!L.eat(']')) {
+    for (;;) {
+      if (n == cap)
+        return dataLoss("reply tensor '" + spec.name() + "' has more than the " + std::to_string(cap) +
+                        " values of its shape " + shapeToString(spec.shape()));
+      T v;
+      Status s = read(L, spec, &v);
+      if (!s.ok()) return valueError(spec, n, s);
+      std::memcpy(d + n * sizeof(T), &v, sizeof(T));
+      ++n;
+      if (L.eat(',')) continue;
+      MLBRIDGE_RETURN_IF_ERROR(L.expect(']'));
+      break;
+    }
+  }
+  *count = n;
+  return Status::OK();
+}
+
+Status readStrings(Lexer& L, const TensorSpec& spec, std::string* dst, size_t* count) {
+  MLBRIDGE_RETURN_IF_ERROR(L.expect('['));
+  const size_t cap = spec.elementCount();
+  size_t n = 0;
+  if (!L.eat(']')) {
+    for (;;) {
+      if (n == cap)
+        return dataLoss("reply tensor '" + spec.name() + "' has more than the " + std::to_string(cap) +
+                        " values of its shape " + shapeToString(spec.shape()));
+      if (L.peek() != '"') return valueError(spec, n, dataLoss("not a string"));
+      RawString s;
+      Status st = L.string(&s);
+      if (!st.ok()) return valueError(spec, n, st);
+      assignDecoded(s, dst[n++]);
+      if (L.eat(',')) continue;
+      MLBRIDGE_RETURN_IF_ERROR(L.expect(']'));
+      break;
+    }
+  }
+  *count = n;
+  return Status::OK();
+}
+
+template <class T>
+Status readNumbers(Lexer& L, const TensorSpec& spec, void* dst, size_t* count) {
+  return readList<T>(L, spec, dst, count, readNumber<T>);
+}
+
+Status readData(Lexer& L, const MutableTensorRef& out, size_t* count) {
+  const TensorSpec& spec = *out.spec;
+  switch (spec.type()) {
+    case DType::kFloat32: return readNumbers<float>(L, spec, out.data, count);
+    case DType::kFloat64: return readNumbers<double>(L, spec, out.data, count);
+    case DType::kInt8: return readNumbers<int8_t>(L, spec, out.data, count);
+    case DType::kUInt8: return readNumbers<uint8_t>(L, spec, out.data, count);
+    case DType::kInt16: return readNumbers<int16_t>(L, spec, out.data, count);
+    case DType::kUInt16: return readNumbers<uint16_t>(L, spec, out.data, count);
+    case DType::kInt32: return readNumbers<int32_t>(L, spec, out.data, count);
+    case DType::kUInt32: return readNumbers<uint32_t>(L, spec, out.data, count);
+    case DType::kInt64: return readNumbers<int64_t>(L, spec, out.data, count);
+    case DType::kUInt64: return readNumbers<uint64_t>(L, spec, out.data, count);
+    case DType::kBool: return readList<uint8_t>(L, spec, out.data, count, readBool);
+    case DType::kString: return readStrings(L, spec, static_cast<std::string*>(out.data), count);
+    case DType::kInvalid: break;
+  }
+  return invalidArgument("output '" + spec.name() + "' has an invalid dtype");
+}
+
+// What one reply tensor said about itself; checked against the output spec.
+struct TensorHeader {
+  const TensorSpec* spec;
+  bool hasName = false, hasType = false, hasShape = false;
+  bool nameMatches = false;
+  RawString name;
+  DType type = DType::kInvalid;
+  int64_t dims[kMaxDims];
+  size_t ndims = 0;
+
+  // Checks the parts seen so far (unseen parts are taken from the spec).
+  Status check() const {
+    std::string actual;
+    std::string_view nm = spec->name();
+    if (hasName && !nameMatches) {
+      actual = decoded(name);
+      nm = actual;
+    }
+    DType t = hasType ? type : spec->type();
+    Span<const int64_t> shape = hasShape ? Span<const int64_t>(dims, ndims)
+                                         : Span<const int64_t>(spec->shape().data(), spec->shape().size());
+    return checkTensorAgainstSpec(*spec, nm, t, shape, "reply tensor");
+  }
+};
+
+Status readTensor(Lexer& L, const MutableTensorRef& out, size_t index) {
+  const TensorSpec& spec = *out.spec;
+  TensorHeader h;
+  h.spec = &spec;
+  bool hasData = false;
+  size_t count = 0;
+  MLBRIDGE_RETURN_IF_ERROR(L.expect('{'));
+  if (!L.eat('}')) {
+    for (;;) {
+      RawString key;
+      MLBRIDGE_RETURN_IF_ERROR(L.string(&key));
+      MLBRIDGE_RETURN_IF_ERROR(L.expect(':'));
+      if (stringEquals(key, "name")) {
+        MLBRIDGE_RETURN_IF_ERROR(L.string(&h.name));
+        h.hasName = true;
+        h.nameMatches = stringEquals(h.name, spec.name());
+        if (!h.nameMatches) return h.check();
+      } else if (stringEquals(key, "type")) {
+        RawString t;
+        MLBRIDGE_RETURN_IF_ERROR(L.string(&t));
+        char buf[32];
+        std::string_view text;
+        h.type = decodeSmall(t, buf, &text) ? parseDType(text) : DType::kInvalid;
+        if (h.type == DType::kInvalid)
+          return dataLoss("reply tensor '" + spec.name() + "' has unknown type \"" + decoded(t) + "\"");
+        h.hasType = true;
+        MLBRIDGE_RETURN_IF_ERROR(h.check());
+      } else if (stringEquals(key, "shape")) {
+        MLBRIDGE_RETURN_IF_ERROR(L.expect('['));
+        h.ndims = 0;
+        if (!L.eat(']')) {
+          for (;;) {
+            std::string_view tok;
+            MLBRIDGE_RETURN_IF_ERROR(L.number(&tok));
+            if (h.ndims == kMaxDims)
+              return dataLoss("reply tensor '" + spec.name() + "' has more than " + std::to_string(kMaxDims) +
+                              " dimensions");
+            if (!intFromToken(tok, &h.dims[h.ndims]))
+              return dataLoss("reply tensor '" + spec.name() + "' has a bad dimension " + std::string(tok));
+            ++h.ndims;
+            if (L.eat(',')) continue;
+            MLBRIDGE_RETURN_IF_ERROR(L.expect(']'));
+            break;
+          }
+        }
+        h.hasShape = true;
+        MLBRIDGE_RETURN_IF_ERROR(h.check());
+      } else if (stringEquals(key, "data")) {
+        MLBRIDGE_RETURN_IF_ERROR(readData(L, out, &count));
+        hasData = true;
+      } else {
+        MLBRIDGE_RETURN_IF_ERROR(L.skipValue(0));
+      }
+      if (L.eat(',')) continue;
+      MLBRIDGE_RETURN_IF_ERROR(L.expect('}'));
+      break;
+    }
+  }
+  const char* missing = !h.hasName ? "name" : !h.hasType ? "type" : !h.hasShape ? "shape" : !hasData ? "data" : nullptr;
+  if (missing)
+    return dataLoss("reply tensor " + std::to_string(index) + " ('" + spec.name() + "' expected) has no \"" + missing +
+                    "\"");
+  if (count != spec.elementCount())
+    return dataLoss("reply tensor '" + spec.name() + "' has " + std::to_string(count) + " values, expected " +
+                    std::to_string(spec.elementCount()));
+  return Status::OK();
+}
+
+struct ReplyState {
+  bool hasId = false;
+  int64_t id = 0;
+  bool hasTensors = false;
+  size_t tensors = 0;
+  bool hasError = false;
+  RawString error;
+};
+
+Status readReplyBody(Lexer& L, Span<const MutableTensorRef> outputs, ReplyState& st) {
+  MLBRIDGE_RETURN_IF_ERROR(L.expect('{'));
+  if (L.eat('}')) return Status::OK();
+  for (;;) {
+    RawString key;
+    MLBRIDGE_RETURN_IF_ERROR(L.string(&key));
+    MLBRIDGE_RETURN_IF_ERROR(L.expect(':'));
+    if (stringEquals(key, "id")) {
+      std::string_view tok;
+      MLBRIDGE_RETURN_IF_ERROR(L.number(&tok));
+      if (!intFromToken(tok, &st.id)) return dataLoss("reply id " + std::string(tok) + " is not an int64");
+      st.hasId = true;
+    } else if (stringEquals(key, "tensors")) {
+      MLBRIDGE_RETURN_IF_ERROR(L.expect('['));
+      st.hasTensors = true;
+      st.tensors = 0;
+      if (!L.eat(']')) {
+        for (;;) {
+          if (st.tensors == outputs.size())
+            return dataLoss("reply has more than the " + std::to_string(outputs.size()) + " tensors expected");
+          MLBRIDGE_RETURN_IF_ERROR(readTensor(L, outputs[st.tensors], st.tensors));
+          ++st.tensors;
+          if (L.eat(',')) continue;
+          MLBRIDGE_RETURN_IF_ERROR(L.expect(']'));
+          break;
+        }
+      }
+    } else if (stringEquals(key, "error")) {
+      if (L.peek() == 'n' && L.word("null")) {  // an explicit "no error"
+        st.hasError = false;
+      } else {
+        MLBRIDGE_RETURN_IF_ERROR(L.string(&st.error));
+        st.hasError = true;
+      }
+    } else {
+      MLBRIDGE_RETURN_IF_ERROR(L.skipValue(0));
+    }
+    if (L.eat(',')) continue;
+    return L.expect('}');
+  }
+}
+
+bool isKindName(const RawString& key, const char** kind) {
+  for (const char* k : {"header", "context", "observation", "reply", "end"})
+    if (stringEquals(key, k)) {
+      *kind = k;
+      return true;
+    }
+  return false;
+}
+
+std::string idMismatch(int64_t got, int64_t expected) {
+  return "reply id " + std::to_string(got) +
+         (expected < 0 ? std::string(" does not answer the header (id -1)")
+                       : " does not answer observation " + std::to_string(expected));
+}
+
+// ---- cold path: DOM decoding of recorded streams --------------------------
+
+template <class T>
+bool put(T x, void* dst, size_t k) {
+  std::memcpy(static_cast<char*>(dst) + k * sizeof(T), &x, sizeof(T));
+  return true;
+}
+
+template <class T>
+bool storeInteger(const json::Value& v, void* dst, size_t k) {
+  T x;
+  return v.isNumber() && intFromToken(v.text(), &x) && put(x, dst, k);
+}
+
+template <class T>
+bool storeReal(const json::Value& v, void* dst, size_t k) {
+  T x;
+  double d;
+  if (v.isString()) return nonFiniteName(v.text(), &d) && put(static_cast<T>(d), dst, k);
+  return v.isNumber() && realFromToken(v.text(), &x) && put(x, dst, k);
+}
+
+bool storeValue(const json::Value& v, DType t, void* dst, size_t k) {
+  switch (t) {
+    case DType::kFloat32: return storeReal<float>(v, dst, k);
+    case DType::kFloat64: return storeReal<double>(v, dst, k);
+    case DType::kInt8: return storeInteger<int8_t>(v, dst, k);
+    case DType::kUInt8: return storeInteger<uint8_t>(v, dst, k);
+    case DType::kInt16: return storeInteger<int16_t>(v, dst, k);
+    case DType::kUInt16: return storeInteger<uint16_t>(v, dst, k);
+    case DType::kInt32: return storeInteger<int32_t>(v, dst, k);
+    case DType::kUInt32: return storeInteger<uint32_t>(v, dst, k);
+    case DType::kInt64: return storeInteger<int64_t>(v, dst, k);
+    case DType::kUInt64: return storeInteger<uint64_t>(v, dst, k);
+    case DType::kBool:
+      if (v.isBool()) return put(static_cast<uint8_t>(v.boolean() ? 1 : 0), dst, k);
+      if (v.isNumber() && (v.text() == "0" || v.text() == "1")) return put(static_cast<uint8_t>(v.text() == "1"), dst, k);
+      return false;
+    default: return false;
+  }
+}
+
+Status decodeTensorValue(const json::Value& v, DecodedTensor* out) {
+  if (!v.isObject()) return dataLoss("tensor is not a JSON object");
+  const json::Value* name = v.find("name");
+  const json::Value* type = v.find("type");
+  const json::Value* shape = v.find("shape");
+  const json::Value* data = v.find("data");
+  if (!name || !name->isString()) return dataLoss("tensor has no string \"name\"");
+  const std::string& nm = name->text();
+  if (!type || !type->isString()) return dataLoss("tensor '" + nm + "' has no string \"type\"");
+  DType dt = parseDType(type->text());
+  if (dt == DType::kInvalid) return dataLoss("tensor '" + nm + "' has unknown type \"" + type->text() + "\"");
+  if (!shape || !shape->isArray()) return dataLoss("tensor '" + nm + "' has no \"shape\" list");
+  if (!data || !data->isArray()) return dataLoss("tensor '" + nm + "' has no \"data\" list");
+  std::vector<int64_t> dims;
+  for (const json::Value& d : shape->items()) {
+    int64_t x;
+    if (!d.toInt64(&x)) return dataLoss("tensor '" + nm + "' has a non-integer dimension");
+    dims.push_back(x);
+  }
+  out->spec = TensorSpec(nm, dt, std::move(dims));
+  MLBRIDGE_RETURN_IF_ERROR(out->spec.validate());
+  const size_t n = out->spec.elementCount();
+  if (data->items().size() != n)
+    return dataLoss("tensor '" + nm + "' has " + std::to_string(data->items().size()) + " values, expected " +
+                    std::to_string(n) + " for shape " + shapeToString(out->spec.shape()));
+  if (dt == DType::kString) {
+    out->strings.reserve(n);
+    for (const json::Value& s : data->items()) {
+      if (!s.isString()) return dataLoss("tensor '" + nm + "' has a value that is not a string");
+      out->strings.push_back(s.text());
+    }
+    return Status::OK();
+  }
+  out->bytes.assign(out->spec.byteSize(), 0);
+  for (size_t k = 0; k < n; ++k)
+    if (!storeValue(data->items()[k], dt, out->bytes.data(), k))
+      return dataLoss("tensor '" + nm + "' value " + std::to_string(k) + " is not a valid " + dtypeName(dt));
+  return Status::OK();
+}
+
+Status decodeTensorList(const json::Value* list, DecodedMessage& m) {
+  if (!list) return Status::OK();
+  if (!list->isArray()) return dataLoss("\"tensors\" is not a list");
+  for (const json::Value& t : list->items()) {
+    m.tensors.emplace_back();
+    MLBRIDGE_RETURN_IF_ERROR(decodeTensorValue(t, &m.tensors.back()));
+  }
+  return Status::OK();
+}
+
+Status decodeSpecList(const json::Value* list, const char* what, std::vector<TensorSpec>& out) {
+  if (!list) return Status::OK();
+  if (!list->isArray()) return dataLoss(std::string("header \"") + what + "\" is not a list");
+  for (const json::Value& v : list->items()) {
+    StatusOr<TensorSpec> s = TensorSpec::fromJSONValue(v);
+    if (!s.ok()) return Status(s.status().code(), std::string("header ") + what + ": " + s.status().message());
+    out.push_back(std::move(*s));
+  }
+  return Status::OK();
+}
+
+Status decodeId(const json::Value& body, const char* kind, int64_t* id) {
+  const json::Value* v = body.find("id");
+  if (!v || !v->toInt64(id)) return dataLoss(std::string(kind) + " has no integer \"id\"");
+  return Status::OK();
+}
+
+Status decodeMessageValue(Span<const uint8_t> payload, bool toModel, DecodedMessage& m) {
+  StatusOr<json::Value> root = json::parse(std::string_view(reinterpret_cast<const char*>(payload.data()), payload.size()));
+  if (!root.ok()) return root.status();
+  if (!root->isObject()) return dataLoss("message is not a JSON object");
+  const char* kind = nullptr;
+  const json::Value* body = nullptr;
+  for (const auto& member : root->members()) {
+    RawString key{member.first, false};
+    const char* k;
+    if (!isKindName(key, &k)) continue;  // unknown keys are skipped
+    if (kind) return dataLoss(std::string("message has two kinds, \"") + kind + "\" and \"" + k + "\"");
+    kind = k;
+    body = &member.second;
+  }
+  if (!kind) return dataLoss("message has no kind (header, context, observation, reply or end)");
+  bool isReply = std::strcmp(kind, "reply") == 0;
+  if (toModel == isReply)
+    return dataLoss(std::string("unexpected ") + kind + " message in a " +
+                    (toModel ? "compiler -> model" : "model -> compiler") + " stream");
+  if (!body->isObject()) return dataLoss(std::string("\"") + kind + "\" is not a JSON object");
+  if (std::strcmp(kind, "header") == 0) {
+    m.kind = DecodedMessage::Kind::kHeader;
+    const json::Value* version = body->find("version");
+    int64_t ver = kProtocolVersion;  // absent: the current version
+    if (version && !version->toInt64(&ver)) return dataLoss("header \"version\" is not an integer");
+    if (ver != kProtocolVersion)
+      return unimplemented("header announces protocol version " + std::to_string(ver) +
+                           ", this reader supports version " + std::to_string(kProtocolVersion));
+    MLBRIDGE_RETURN_IF_ERROR(decodeSpecList(body->find("features"), "features", m.specs.features));
+    MLBRIDGE_RETURN_IF_ERROR(decodeSpecList(body->find("advice"), "advice", m.specs.advice));
+    MLBRIDGE_RETURN_IF_ERROR(validateSpecs(m.specs.features, "feature"));
+    return validateSpecs(m.specs.advice, "advice");
+  }
+  if (std::strcmp(kind, "context") == 0) {
+    m.kind = DecodedMessage::Kind::kContext;
+    const json::Value* name = body->find("name");  // absent: ""
+    if (name && !name->isString()) return dataLoss("context \"name\" is not a string");
+    if (name) m.name = name->text();
+    return Status::OK();
+  }
+  if (std::strcmp(kind, "observation") == 0) {
+    m.kind = DecodedMessage::Kind::kObservation;
+    MLBRIDGE_RETURN_IF_ERROR(decodeId(*body, "observation", &m.id));
+    return decodeTensorList(body->find("tensors"), m);
+  }
+  if (isReply) {
+    m.kind = DecodedMessage::Kind::kReply;
+    MLBRIDGE_RETURN_IF_ERROR(decodeId(*body, "reply", &m.id));
+    const json::Value* error = body->find("error");
+    if (error && !error->isNull()) {
+      if (!error->isString()) return dataLoss("reply \"error\" is not a string");
+      m.hasError = true;
+      m.error = error->text();
+    }
+    return decodeTensorList(body->find("tensors"), m);
+  }
+  m.kind = DecodedMessage::Kind::kEnd;
+  return Status::OK();
+}
+
+class JsonCodec final : public Codec {
+ public:
+  WireFormat format() const override { return WireFormat::kJson; }
+
+  Status checkSpecs(const SessionSpecs& specs) const override {
+    MLBRIDGE_RETURN_IF_ERROR(validateSpecs(specs.features, "feature"));
+    MLBRIDGE_RETURN_IF_ERROR(validateSpecs(specs.advice, "advice"));
+    for (const auto* list : {&specs.features, &specs.advice})
+      for (const TensorSpec& s : *list)
+        if (!validUtf8(s.name())) return invalidArgument("tensor name '" + s.name() + "' is not valid UTF-8");
+    return Status::OK();
+  }
+
+  Status encodeHeader(const SessionSpecs& specs, OutputList& out) override {
+    MLBRIDGE_RETURN_IF_ERROR(checkSpecs(specs));
+    std::string& pre = out.scratch();
+    appendPreamble(pre);
+    out.commitScratch(kPreambleSize);
+    Frame frame(out);
+    std::string& s = frame.s();
+    s += "{\"header\":{\"version\":";
+    json::appendInt(s, kProtocolVersion);
+    s += ",\"features\":[";
+    for (size_t i = 0; i < specs.features.size(); ++i) {
+      if (i) s += ',';
+      specs.features[i].appendJSON(s);
+    }
+    s += "],\"advice\":[";
+    for (size_t i = 0; i < specs.advice.size(); ++i) {
+      if (i) s += ',';
+      specs.advice[i].appendJSON(s);
+    }
+    s += "]}}";
+    return frame.finish("header");
+  }
+
+  Status encodeContext(std::string_view name, OutputList& out) override {
+    Frame frame(out);
+    std::string& s = frame.s();
+    std::string fixed;
+    s += "{\"context\":{\"name\":";
+    json::appendString(s, asValidUtf8(name, fixed));
+    s += "}}";
+    return frame.finish("context");
+  }
+
+  Status encodeObservation(int64_t id, Span<const TensorRef> features, OutputList& out) override {
+    return encodeTensorMessage("observation", id, features, out);
+  }
+
+  Status encodeEnd(OutputList& out) override {
+    Frame frame(out);
+    frame.s() += "{\"end\":{}}";
+    return frame.finish("end");
+  }
+
+  Status encodeReply(int64_t id, Span<const TensorRef> advice, OutputList& out) override {
+    return encodeTensorMessage("reply", id, advice, out);
+  }
+
+  Status encodeReplyError(int64_t id, std::string_view message, OutputList& out) override {
+    // As the protobuf format (where an empty error reads as none): never empty.
+    if (message.empty()) message = "unknown model error";
+    Frame frame(out);
+    std::string& s = frame.s();
+    s += "{\"reply\":{\"id\":";
+    json::appendInt(s, id);
+    std::string fixed;
+    s += ",\"error\":";
+    json::appendString(s, asValidUtf8(message, fixed));
+    s += "}}";
+    return frame.finish("error reply");
+  }
+
+  Status decodeReply(Span<const uint8_t> payload, int64_t expectedId,
+                     Span<const MutableTensorRef> outputs) const override {
+    const char* b = reinterpret_cast<const char*>(payload.data());
+    Lexer L(b, b + payload.size());
+    ReplyState st;
+    bool sawReply = false;
+    MLBRIDGE_RETURN_IF_ERROR(L.expect('{'));
+    if (!L.eat('}')) {
+      for (;;) {
+        RawString key;
+        MLBRIDGE_RETURN_IF_ERROR(L.string(&key));
+        MLBRIDGE_RETURN_IF_ERROR(L.expect(':'));
+        const char* kind;
+        if (stringEquals(key, "reply")) {
+          MLBRIDGE_RETURN_IF_ERROR(readReplyBody(L, outputs, st));
+          sawReply = true;
+        } else if (isKindName(key, &kind)) {
+          return dataLoss(std::string("expected a reply from the model, got a message of kind \"") + kind + "\"");
+        } else {
+          MLBRIDGE_RETURN_IF_ERROR(L.skipValue(0));
+        }
+        if (L.eat(',')) continue;
+        MLBRIDGE_RETURN_IF_ERROR(L.expect('}'));
+        break;
+      }
+    }
+    if (!L.atEnd()) return L.error("unexpected text after the message");
+    if (!sawReply) return dataLoss("the model's message is not a reply");
+    if (!st.hasId) return dataLoss("reply has no \"id\"");
+    if (st.hasError) {
+      std::string text = decoded(st.error);
+      if (st.id != expectedId) return dataLoss(idMismatch(st.id, expectedId) + " (model error: " + text + ")");
+      return Status(StatusCode::kAborted, "model error: " + text);
+    }
+    if (st.id != expectedId) return dataLoss(idMismatch(st.id, expectedId));
+    if (!st.hasTensors && !outputs.empty()) return dataLoss("reply has no \"tensors\"");
+    if (st.tensors != outputs.size())
+      return dataLoss("reply has " + std::to_string(st.tensors) + " tensors, expected " +
+                      std::to_string(outputs.size()));
+    return Status::OK();
+  }
+
+  Status decodeToModelStream(Span<const uint8_t> bytes, std::vector<DecodedMessage>& out) const override {
+    return forEachFrame(bytes, true, [&out](Span<const uint8_t> payload) {
+      DecodedMessage m;
+      MLBRIDGE_RETURN_IF_ERROR(decodeMessageValue(payload, true, m));
+      out.push_back(std::move(m));
+      return Status::OK();
+    });
+  }
+
+  Status decodeToCompilerStream(Span<const uint8_t> bytes, const SessionSpecs&,
+                                std::vector<DecodedMessage>& out) const override {
+    return forEachFrame(bytes, false, [&out](Span<const uint8_t> payload) {
+      DecodedMessage m;
+      MLBRIDGE_RETURN_IF_ERROR(decodeMessageValue(payload, false, m));
+      out.push_back(std::move(m));
+      return Status::OK();
+    });
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Codec> makeJsonCodec() { return std::make_unique<JsonCodec>(); }
+
+}  // namespace wire
+}  // namespace mlbridge

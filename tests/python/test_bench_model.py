@@ -1,0 +1,46 @@
+"""python -m mlbridge.bench_model: what the C++ benchmark drives."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import mlbridge
+from mlbridge import TensorSpec as T
+from mlbridge.bench_model import FcModel
+from conftest import wait_ready
+
+
+@pytest.mark.parametrize("fmt", ["bitstream", "json", "protobuf"])
+def test_fc_model(procs, tmp_path, fmt):
+    base = str(tmp_path / "b" / "chan")
+    p = procs.start([sys.executable, "-m", "mlbridge.bench_model", "--base", base, "--model", "fc"],
+                    stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert wait_ready(p)["base"] == base
+    rng = np.random.default_rng(3)
+    for n in (500, 1000):
+        x = rng.standard_normal(n).astype(np.float32)
+        with mlbridge.PipeClient(base, [T("x", "float", [n])], [T("y", "float", [1])], format=fmt,
+                                 timeout=10) as c:
+            y = c.evaluate({"x": x})
+            assert y.dtype == np.float32
+            assert y[0] == np.dot(FcModel(0).weights(n), x)
+    p.send_signal(signal.SIGTERM)
+    assert p.wait(10) == 0
+    assert b'"event": "exit"' in p.stderr.read()
+    assert not os.path.exists(base + ".in"), "the FIFOs are removed on SIGTERM"
+
+
+def test_const_and_echo_and_idle_exit(procs, tmp_path):
+    base = str(tmp_path / "c" / "chan")
+    for model, want in (("const", [[2, 2]]), ("echo", [[7, 8]])):
+        p = procs.start([sys.executable, "-m", "mlbridge.bench_model", "--base", base, "--model", model,
+                         "--value", "2", "--idle-timeout", "0.5"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        wait_ready(p)
+        with mlbridge.PipeClient(base, [T("x", "int64_t", [3])], [T("d", "int32_t", [1, 2])], timeout=10) as c:
+            assert c.evaluate({"x": [7, 8, 9]}).tolist() == want
+        assert p.wait(10) == 0   # idle timeout ends it
