@@ -50,12 +50,18 @@ double percentile(std::vector<double> v, double p) {
   return v[std::min(i, v.size() - 1)];
 }
 
-// Per-call latencies (us); rtt's total is the sum over sizes of each size's median.
+// Per-call latencies (us). With several groups (rtt: one per size) the total
+// is the sum of each group's median, as in the paper; with one group
+// (latency) it is the sum of all calls.
 Stats summarize(const std::vector<std::vector<double>>& perSize) {
   Stats s;
   std::vector<double> all;
   for (const auto& calls : perSize) {
-    s.totalMs += percentile(calls, 0.5) / 1000.0;
+    if (perSize.size() > 1) {
+      s.totalMs += percentile(calls, 0.5) / 1000.0;
+    } else {
+      for (double us : calls) s.totalMs += us / 1000.0;
+    }
     all.insert(all.end(), calls.begin(), calls.end());
   }
   s.calls = all.size();
@@ -86,8 +92,12 @@ pid_t spawn(const std::vector<std::string>& args, int cpu) {
   pid_t pid = fork();
   if (pid != 0) return pid;
   pinTo(cpu);
-  int devnull = open("/dev/null", O_RDONLY);
-  if (devnull >= 0) dup2(devnull, 0);
+  // No stdin; the peer's progress lines on stdout would garble our report.
+  int devnull = open("/dev/null", O_RDWR);
+  if (devnull >= 0) {
+    dup2(devnull, 0);
+    dup2(devnull, 1);
+  }
   std::vector<char*> argv;
   for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);

@@ -9,7 +9,7 @@ import sys
 from typing import Any, List, Optional
 
 from . import PROTOCOL_VERSION, __version__
-from .server import Model, PipeServer
+from .server import PipeServer
 
 
 def _load_policy(ref: str) -> Any:

@@ -10,11 +10,11 @@ import numpy as np
 
 from . import formats as _formats
 from .channel import Deadline, ServerChannel
-from .errors import ChannelTimeout, MLBridgeError, PeerClosed, ProtocolError, SpecMismatch
+from .errors import ChannelTimeout, MLBridgeError, PeerClosed, ProtocolError
 from .formats.base import DEFAULT_MAX_MESSAGE
 from .formats.framing import FramedModelDecoder
 from .messages import Context, End, Header, Observation as _ObsMsg, Outcome, Preamble, Restart
-from .spec import TensorSpec, as_specs
+from .spec import TensorSpec
 from .values import coerce_all
 
 __all__ = ["Observation", "Session", "SessionStats", "Model", "PipeServer", "Policy"]

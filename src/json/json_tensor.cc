@@ -1,7 +1,7 @@
 #include "json/json_tensor.h"
 
 #include <cmath>
-#include <cstdlib>
+#include <charconv>
 #include <cstring>
 #include <limits>
 
@@ -32,8 +32,12 @@ bool readReal(const Value& v, void* dst, size_t k) {
   double d;
   if (!v.toDouble(&d)) return false;
   // Parse float32 from the text directly: double-then-float rounds twice.
+  // (from_chars, unlike strtof, ignores the locale.)
   T out = static_cast<T>(d);
-  if (sizeof(T) == 4 && v.isNumber()) out = std::strtof(v.text().c_str(), nullptr);
+  if (sizeof(T) == 4 && v.isNumber()) {
+    const std::string& t = v.text();
+    std::from_chars(t.data(), t.data() + t.size(), out);
+  }
   std::memcpy(static_cast<char*>(dst) + k * sizeof(T), &out, sizeof(T));
   return true;
 }
@@ -50,10 +54,13 @@ bool readOne(const Value& v, DType t, void* dst, size_t k) {
     case DType::kUInt64: return readInt<uint64_t>(v, dst, k);
     case DType::kFloat32: return readReal<float>(v, dst, k);
     case DType::kFloat64: return readReal<double>(v, dst, k);
-    case DType::kBool:
-      if (!v.isBool()) return false;
-      static_cast<unsigned char*>(dst)[k] = v.boolean() ? 1 : 0;
+    case DType::kBool: {
+      int64_t x = 0;
+      if (v.isBool()) x = v.boolean() ? 1 : 0;
+      else if (!v.toInt64(&x) || (x != 0 && x != 1)) return false;
+      static_cast<unsigned char*>(dst)[k] = static_cast<unsigned char>(x);
       return true;
+    }
     case DType::kString:
       if (!v.isString()) return false;
       static_cast<std::string*>(dst)[k] = v.text();

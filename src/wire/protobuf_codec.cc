@@ -151,6 +151,8 @@ void appendSpec(std::string& s, uint32_t field, const TensorSpec& t) {
 
 Status checkRef(const TensorRef& t, const char* what) {
   if (!t.spec) return invalidArgument(std::string(what) + " tensor without a spec");
+  if (t.spec->type() == DType::kInvalid)
+    return invalidArgument(std::string(what) + " '" + t.spec->name() + "' has an invalid dtype");
   if (!t.data && (t.spec->type() == DType::kString ? t.spec->elementCount() : t.spec->byteSize()) != 0)
     return invalidArgument(std::string(what) + " '" + t.spec->name() + "' has no data");
   return Status::OK();

@@ -14,7 +14,7 @@ import mlbridge
 from mlbridge import TensorSpec as T
 from mlbridge.channel import ClientChannel, Deadline, ServerChannel
 from mlbridge.errors import ChannelTimeout, PeerClosed, ProtocolError, RemoteError, SpecMismatch
-from mlbridge.formats import decode_all, get_format, model_decoder_for
+from mlbridge.formats import get_format, model_decoder_for
 
 from conftest import wait_ready
 

@@ -11,7 +11,7 @@ from mlbridge import TensorSpec as T
 from mlbridge.errors import ProtocolError
 from mlbridge.formats import FORMATS, decode_all, detect, get_format, model_decoder_for
 from mlbridge.formats.protobuf import pb
-from mlbridge.messages import Context, End, Header, Observation, Preamble, Reply, Restart
+from mlbridge.messages import Header, Observation, Restart
 
 FEATS = [T("a", "float", [2]), T("b", "int64_t", []), T("c", "bool", [3]), T("e", "double", [0])]
 ADV = [T("y", "int32_t", [1])]
@@ -240,3 +240,24 @@ def test_reply_decoder_rejects_other_messages(fmt):
     f = get_format(fmt)
     with pytest.raises(ProtocolError, match="expected a reply"):
         decode_all(f.context("x"), f.compiler_decoder(ADV))
+
+
+def test_json_without_orjson():
+    """orjson is optional at run time: the json module takes over."""
+    import subprocess
+    import sys
+    from conftest import child_env
+    code = (
+        "import sys; sys.modules['orjson'] = None\n"
+        "import numpy as np\n"
+        "from mlbridge.formats import get_format, jsonfmt\n"
+        "assert jsonfmt._orjson_loads is None\n"
+        "from mlbridge import TensorSpec as T\n"
+        "f = get_format('json')\n"
+        "m = f.decode_payload(b'{\"reply\":{\"id\":1,\"tensors\":[{\"name\":\"y\",\"type\":\"float\",\"shape\":[2],\"data\":[NaN,0.1]}]}}')\n"
+        "a = m.tensors[0][1]\n"
+        "assert np.isnan(a[0]) and a[1] == np.float32(0.1) and a.dtype == np.float32\n"
+        "print('ok')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], env=child_env(), capture_output=True, timeout=60)
+    assert out.stdout.strip() == b"ok", out.stderr.decode()

@@ -18,7 +18,9 @@ from .protobuf import ProtobufFormat
 __all__ = [
     "FORMATS", "get_format", "detect", "model_decoder_for",
     "WireFormat", "Decoder", "FramedFormat", "DEFAULT_MAX_MESSAGE", "MAGIC",
-    "BitstreamFormat", "JsonFormat", "ProtobufFormat",
+    "BitstreamFormat", "JsonFormat", "ProtobufFormat", "decode_all",
+    "BitstreamModelDecoder", "BitstreamReplyDecoder", "FramedModelDecoder", "FramedReplyDecoder",
+    "parse_preamble",
 ]
 
 FORMATS: Dict[str, WireFormat] = {

@@ -7,7 +7,7 @@ stream ends the session. Model -> compiler: raw advice bytes, no framing.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 

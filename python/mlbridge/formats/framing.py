@@ -6,7 +6,7 @@ from typing import Any, Dict, Optional, Sequence, Tuple
 import numpy as np
 
 from ..errors import ProtocolError
-from ..messages import (PROTOCOL_VERSION, Context, End, Header, Observation, Preamble, Reply, Restart)
+from ..messages import PROTOCOL_VERSION, Header, Observation, Preamble, Reply, Restart
 from ..spec import TensorSpec
 from .base import DEFAULT_MAX_MESSAGE, Decoder, WireFormat
 

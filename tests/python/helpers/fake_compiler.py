@@ -8,7 +8,6 @@ alive after the model closed the channel), grandchild (leaves a sleeping
 grandchild behind, prints its pid), spam (1 MiB on stdout and stderr, then ok),
 remote_error (exit 3 on the model's error reply).
 """
-import os
 import subprocess
 import sys
 import time
