@@ -11,3 +11,7 @@ for fmt in bitstream json protobuf; do
   python3 "$root/examples/demo/unroll_model.py" "$root/build/examples/toyc" "$root/examples/demo/kernels.toy" --format "$fmt"
   echo
 done
+echo "== no model at all: toyc reports it within its 2 s connect timeout and compiles with its default"
+chan=$(mktemp -d)
+"$root/build/examples/toyc" "$root/examples/demo/kernels.toy" --channel "$chan/nobody" | sed -n '1p;$p'
+rmdir "$chan"

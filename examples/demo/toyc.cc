@@ -122,6 +122,7 @@ int main(int argc, char** argv) {
   PipeOptions opts;
   opts.base = channel;
   opts.timeoutMs = 5000;
+  opts.connectTimeoutMs = 2000;  // a missing model costs at most this much
   if (!parseWireFormat(format, &opts.format)) {
     std::fprintf(stderr, "toyc: unknown format '%s'\n", format.c_str());
     return 2;
@@ -159,6 +160,17 @@ int main(int argc, char** argv) {
       }
     }
     Cost before = estimate(l, 1), after = estimate(l, factor);
+    if (why == "model") {
+      char buf[96];
+      if (factor == 1)
+        std::snprintf(buf, sizeof buf, "model: not worth it (%s)",
+                      !l.innermost ? "outer loop" : l.trip < 4 ? "too few iterations" : "size cost");
+      else
+        std::snprintf(buf, sizeof buf, "model: -%.1f%% cycles for +%lld ops",
+                      100.0 * (before.cycles - after.cycles) / before.cycles,
+                      static_cast<long long>(after.size - before.size));
+      why = buf;
+    }
     cyclesBefore += before.cycles;
     cyclesAfter += after.cycles;
     sizeBefore += before.size;

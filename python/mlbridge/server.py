@@ -433,6 +433,11 @@ class PipeServer:
         advice = sess.advice
         on_context = getattr(policy, "on_context", None)
         send = self._send
+        # Bitstream replies are raw bytes: a scalar of the one advice tensor's
+        # numpy type is its own wire form.
+        scalar_type = (advice[0].np_dtype.type
+                       if not framed and len(advice) == 1 and advice[0].numel == 1
+                       and advice[0].np_dtype.kind != "O" else None)
         while True:
             try:
                 msg = self._next(dec)
@@ -453,15 +458,20 @@ class PipeServer:
             if type(msg) is _ObsMsg:
                 obs = Observation(msg.id, sess.context, sess, msg.tensors)
                 try:
-                    arrays = coerce_all(policy(obs), advice, "advice")
-                    data = fmt.reply(msg.id, advice, arrays)
+                    answer = policy(obs)
+                    if type(answer) is scalar_type:
+                        # The common bitstream case: a numpy scalar of the
+                        # advice's own dtype needs no checks or conversion.
+                        data = answer.tobytes()
+                    else:
+                        data = fmt.reply(msg.id, advice, coerce_all(answer, advice, "advice"))
                 except Exception as exc:
                     if not framed:
                         raise   # bitstream cannot carry it: close and tell serve()'s caller
                     send(fmt.error(msg.id, _describe(exc)))
                     sess.errors += 1
                     continue
-                del obs, msg, arrays   # drop views into the buffer before reading again
+                del obs, msg, answer   # drop views into the buffer before reading again
                 send(data)
                 sess.observations += 1
             elif isinstance(msg, Context):

@@ -42,7 +42,7 @@ namespace engine {
   X(HardSigmoid, "HardSigmoid") X(HardSwish, "HardSwish") X(Identity, "Identity")                           \
   X(LSTM, "LSTM") X(LayerNormalization, "LayerNormalization") X(LeakyRelu, "LeakyRelu") X(Less, "Less")     \
   X(LessOrEqual, "LessOrEqual") X(Log, "Log") X(LogSoftmax, "LogSoftmax") X(MatMul, "MatMul")               \
-  X(Max, "Max") X(Mean, "Mean") X(Min, "Min") X(Mish, "Mish") X(Mul, "Mul") X(Neg, "Neg") X(Not, "Not")     \
+  X(Max, "Max") X(Mean, "Mean") X(Min, "Min") X(Mish, "Mish") X(Mod, "Mod") X(Mul, "Mul") X(Neg, "Neg") X(Not, "Not")     \
   X(Or, "Or") X(PRelu, "PRelu") X(Pow, "Pow") X(Range, "Range") X(Reciprocal, "Reciprocal")                 \
   X(ReduceMax, "ReduceMax") X(ReduceMean, "ReduceMean") X(ReduceMin, "ReduceMin")                           \
   X(ReduceProd, "ReduceProd") X(ReduceSum, "ReduceSum") X(ReduceSumSquare, "ReduceSumSquare")               \

@@ -942,7 +942,7 @@ Status lowerNode(Lowerer& L, const Graph& g, int index, const DenseTail* tail, s
   const Node& n = g.nodes[static_cast<size_t>(index)];
   L.setNode(index);
   LowerCtx c{L, g, n, maxBytes};
-  BinaryOp bop;
+  BinaryOp bop = BinaryOp::kAdd;
   if (binaryOpFor(n.op, &bop) || n.op == Op::kMod) return lowerBinary(c, bop);
   switch (n.op) {
     case Op::kIdentity:

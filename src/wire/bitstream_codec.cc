@@ -9,6 +9,8 @@ namespace mlbridge {
 namespace wire {
 namespace {
 
+constexpr size_t kCopyBelowBytes = 256;
+
 size_t totalBytes(const std::vector<TensorSpec>& specs) {
   size_t n = 0;
   for (const TensorSpec& s : specs) n += s.byteSize();
@@ -100,7 +102,12 @@ class BitstreamCodec final : public Codec {
     for (const TensorRef& t : features) {
       if (t.spec->type() == DType::kString)
         return unimplemented("the bitstream format cannot carry string tensor '" + t.spec->name() + "'");
-      out.appendRef(t.data, t.spec->byteSize());
+      // Small tensors (LLVM sends dozens of 8-byte scalars) are copied so the
+      // message goes out as one buffer; large ones are referenced, not copied.
+      if (t.spec->byteSize() <= kCopyBelowBytes)
+        out.append(t.data, t.spec->byteSize());
+      else
+        out.appendRef(t.data, t.spec->byteSize());
     }
     out.appendByte('\n');
     return Status::OK();

@@ -1199,6 +1199,8 @@ class JsonCodec final : public Codec {
     if (!st.hasId) return dataLoss("reply has no \"id\"");
     if (st.hasError) {
       std::string text = decoded(st.error);
+      // id -1 mid-session: the model gave up on the whole session (protocol.md).
+      if (st.id == -1 && expectedId != -1) return unavailable("the model ended the session: " + text);
       if (st.id != expectedId) return dataLoss(idMismatch(st.id, expectedId) + " (model error: " + text + ")");
       return Status(StatusCode::kAborted, "model error: " + text);
     }

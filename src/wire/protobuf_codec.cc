@@ -658,6 +658,8 @@ class ProtobufCodec final : public Codec {
     if (!sawReply) return dataLoss("the model's message is not a reply");
     if (st.hasError) {
       std::string text(reinterpret_cast<const char*>(st.error), st.errorLen);
+      // id -1 mid-session: the model gave up on the whole session (protocol.md).
+      if (st.id == -1 && expectedId != -1) return unavailable("the model ended the session: " + text);
       if (st.id != expectedId) return dataLoss(idMismatch(st.id, expectedId) + " (model error: " + text + ")");
       return Status(StatusCode::kAborted, "model error: " + text);
     }

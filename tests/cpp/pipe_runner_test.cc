@@ -404,3 +404,33 @@ TEST(PipeRunner, BadOptions) {
 
 }  // namespace
 }  // namespace mlbridge
+
+namespace mlbridge {
+namespace {
+
+TEST_P(FramedRunner, ModelEndsTheSessionWithAReason) {
+  WireFormat f = GetParam();
+  TempChannel ch;
+  FakeModel model(ch.base());
+  model.open();
+  model.run([&](FakeModel& m) {
+    m.readPreamble();
+    m.readFrame();
+    m.write(ackFrame(f));
+    m.readFrame();
+    wire::OutputList out;
+    wire::makeCodec(f)->encodeReplyError(-1, "ProtocolError: policy state lost", out);
+    m.write(out.flatten());
+    m.closeAll();
+  });
+  auto r = PipeModelRunner::create(features(), {advice()}, opts(ch, f));
+  ASSERT_TRUE(r.ok()) << r.status().toString();
+  Status s = (*r)->evaluate();
+  EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s.toString();
+  EXPECT_NE(s.message().find("policy state lost"), std::string::npos) << s.message();
+  EXPECT_EQ((*r)->evaluate().code(), StatusCode::kFailedPrecondition) << "the session is over";
+  model.join();
+}
+
+}  // namespace
+}  // namespace mlbridge
