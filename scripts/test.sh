@@ -9,15 +9,15 @@ export PYTHONPATH="$root/python${PYTHONPATH:+:$PYTHONPATH}"
 
 echo "== g++: build and run all tests"
 "$root/scripts/build.sh" "$root/build"
-(cd "$root/build" && ctest --output-on-failure --timeout 900)
+(cd "$root/build" && ctest --output-on-failure -j2 --timeout 900)
 
 echo "== clang-19: warning-free build and C++ tests"
 CC=clang-19 CXX=clang++-19 "$root/scripts/build.sh" "$root/build-clang" -DMLBRIDGE_BUILD_TOOLS=OFF
-(cd "$root/build-clang" && ctest --output-on-failure -R 'cpp_unit|noexcept')
+(cd "$root/build-clang" && ctest --output-on-failure -j2 -R '^cpp\.|noexcept')
 
 echo "== g++ with ASan + UBSan: C++ tests"
 "$root/scripts/build.sh" "$root/build-asan" -DCMAKE_BUILD_TYPE=Debug -DMLBRIDGE_SANITIZE=address,undefined -DMLBRIDGE_BUILD_TOOLS=OFF
-(cd "$root/build-asan" && ctest --output-on-failure -R 'cpp_unit|noexcept')
+(cd "$root/build-asan" && ctest --output-on-failure -j2 -R '^cpp\.|noexcept')
 
 echo "== install, then build consumers with find_package(MLBridge) and pkg-config"
 prefix=$(mktemp -d)

@@ -85,7 +85,9 @@ class NodeBuilder {
     if (nd_.outputs.size() > maximum)
       return error("has " + std::to_string(nd_.outputs.size()) + " outputs, at most " + std::to_string(maximum) +
                    " allowed");
-    if (nd_.outputs.empty() || nd_.outputs[0].empty()) return error("has no output");
+    bool any = false;
+    for (const std::string& o : nd_.outputs) any = any || !o.empty();
+    if (!any) return error("has no output");
     return Status::OK();
   }
   bool wantsOutput(size_t k) const { return k < nd_.outputs.size() && !nd_.outputs[k].empty(); }

@@ -103,10 +103,10 @@ KernelFn whereKernel(size_t elementSize);
 
 enum class UnaryOp : uint8_t {
   // vectorized for float32 (kernels_simd.cc):
-  kIdentity, kRelu, kLeakyRelu, kTanh, kSigmoid, kExp, kClip, kHardSigmoid, kNeg, kAbs, kElu, kSelu,
-  kHardSwish, kSoftsign, kReciprocal,
+  kIdentity, kRelu, kLeakyRelu, kTanh, kSigmoid, kExp, kClip, kHardSigmoid, kNeg, kAbs, kHardSwish, kSoftsign,
+  kReciprocal,
   // scalar <cmath>:
-  kLog, kSqrt, kErf, kFloor, kCeil, kRound, kSign, kSin, kCos, kSoftplus, kGelu, kGeluTanh, kMish, kNot,
+  kElu, kSelu, kLog, kSqrt, kErf, kFloor, kCeil, kRound, kSign, kSin, kCos, kSoftplus, kGelu, kGeluTanh, kMish, kNot,
 };
 bool unaryIsVectorized(UnaryOp op);
 struct UnaryParams {

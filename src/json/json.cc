@@ -3,6 +3,8 @@
 // writers allocate nothing beyond appending to `out`.
 #include "json/json.h"
 
+#include "json/utf8.h"
+
 #include <charconv>
 #include <cmath>
 #include <cstring>
@@ -20,32 +22,6 @@ int hexValue(char c) {
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
   if (c >= 'A' && c <= 'F') return c - 'A' + 10;
   return -1;
-}
-
-// Length of the valid UTF-8 sequence (2..4 bytes) starting at p with lead
-// byte >= 0x80; 0 if invalid (overlong, surrogate, > U+10FFFF, truncated).
-size_t utf8SequenceLength(const unsigned char* p, const unsigned char* end) {
-  unsigned char c = p[0];
-  size_t n;
-  unsigned char lo = 0x80, hi = 0xBF;  // allowed range of the second byte
-  if (c >= 0xC2 && c <= 0xDF) {
-    n = 2;
-  } else if (c >= 0xE0 && c <= 0xEF) {
-    n = 3;
-    if (c == 0xE0) lo = 0xA0;
-    if (c == 0xED) hi = 0x9F;  // no UTF-16 surrogates
-  } else if (c >= 0xF0 && c <= 0xF4) {
-    n = 4;
-    if (c == 0xF0) lo = 0x90;
-    if (c == 0xF4) hi = 0x8F;
-  } else {
-    return 0;
-  }
-  if (static_cast<size_t>(end - p) < n) return 0;
-  if (p[1] < lo || p[1] > hi) return 0;
-  for (size_t i = 2; i < n; ++i)
-    if ((p[i] & 0xC0) != 0x80) return 0;
-  return n;
 }
 
 void appendUtf8(std::string& out, uint32_t cp) {
@@ -399,7 +375,7 @@ class Parser {
       }
       if (c < 0x20) return error("control character in string");
       if (c >= 0x80) {
-        size_t n = utf8SequenceLength(reinterpret_cast<const unsigned char*>(p_),
+        size_t n = utf8::sequenceLength(reinterpret_cast<const unsigned char*>(p_),
                                       reinterpret_cast<const unsigned char*>(end_));
         if (n == 0) return error("invalid UTF-8 in string");
         out.append(p_, n);

@@ -12,6 +12,7 @@
 
 #include "pipe/fd_io.h"
 #include "wire/codec.h"
+#include "wire/framing.h"
 
 namespace mlbridge {
 
@@ -214,8 +215,7 @@ Status PipeModelRunner::readReply(int64_t expectedId, Span<const MutableTensorRe
   size_t got = 0;
   Status s = pipe::readAtLeast(m.inFd, m.reply.data(), wire::kFrameHeaderSize, m.reply.size(), &got, deadline, what);
   if (!s.ok()) return fail(s);
-  uint32_t len = uint32_t(m.reply[0]) | uint32_t(m.reply[1]) << 8 | uint32_t(m.reply[2]) << 16 |
-                 uint32_t(m.reply[3]) << 24;
+  uint32_t len = wire::readFrameLength(m.reply.data());
   if (len > options_.maxMessageBytes)
     return fail(Status(StatusCode::kResourceExhausted, "the model's reply frame is " + std::to_string(len) +
                                                            " bytes, over the limit of " +

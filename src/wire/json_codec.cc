@@ -11,7 +11,9 @@
 #include <type_traits>
 
 #include "json/json.h"
+#include "json/utf8.h"
 #include "wire/codec.h"
+#include "wire/framing.h"
 
 namespace mlbridge {
 namespace wire {
@@ -21,58 +23,7 @@ constexpr char kFormatByte = 'J';
 constexpr size_t kMaxDims = 64;  // more is refused, not a real tensor
 constexpr int kMaxDepth = 256;   // nesting of skipped unknown values
 
-// ---- framing (same layout as the protobuf codec, docs/protocol.md) --------
-
-void appendPreamble(std::string& s) {
-  const char p[kPreambleSize] = {'M', 'L', 'B', 'R', static_cast<char>(kProtocolVersion), kFormatByte, 0, 0};
-  s.append(p, kPreambleSize);
-}
-
-Status checkPreamble(Span<const uint8_t> b, size_t pos) {
-  if (b.size() - pos < kPreambleSize) return dataLoss("json stream: truncated preamble at byte " + std::to_string(pos));
-  if (std::memcmp(b.data() + pos, "MLBR", 4) != 0)
-    return dataLoss("json stream: no MLBR preamble at byte " + std::to_string(pos));
-  if (b[pos + 4] != kProtocolVersion)
-    return unimplemented("json stream: protocol version " + std::to_string(b[pos + 4]) +
-                         ", this reader supports version " + std::to_string(kProtocolVersion));
-  if (b[pos + 5] != kFormatByte)
-    return invalidArgument(std::string("json stream: the preamble announces format '") +
-                           static_cast<char>(b[pos + 5]) + "', not 'J' (json)");
-  return Status::OK();
-}
-
-// Calls onPayload(payload) for every frame of a recorded stream. With
-// `preamble`, the stream starts with one, and a new preamble may start a new
-// session anywhere a frame could (its "MLBR" is far over any frame limit).
-template <class F>
-Status forEachFrame(Span<const uint8_t> b, bool preamble, F onPayload) {
-  size_t pos = 0;
-  if (preamble) {
-    MLBRIDGE_RETURN_IF_ERROR(checkPreamble(b, 0));
-    pos = kPreambleSize;
-  }
-  while (pos < b.size()) {
-    size_t left = b.size() - pos;
-    if (preamble && left >= 4 && std::memcmp(b.data() + pos, "MLBR", 4) == 0) {
-      MLBRIDGE_RETURN_IF_ERROR(checkPreamble(b, pos));
-      pos += kPreambleSize;
-      continue;
-    }
-    if (left < kFrameHeaderSize) return dataLoss("json stream: truncated frame length at byte " + std::to_string(pos));
-    const uint8_t* p = b.data() + pos;
-    size_t len = size_t(p[0]) | size_t(p[1]) << 8 | size_t(p[2]) << 16 | size_t(p[3]) << 24;
-    if (len > kDefaultMaxFrameBytes)
-      return dataLoss("json stream: frame at byte " + std::to_string(pos) + " announces " + std::to_string(len) +
-                      " bytes, over the limit of " + std::to_string(kDefaultMaxFrameBytes));
-    if (left - kFrameHeaderSize < len)
-      return dataLoss("json stream: truncated frame at byte " + std::to_string(pos) + ": " + std::to_string(len) +
-                      " bytes announced, " + std::to_string(left - kFrameHeaderSize) + " present");
-    Status s = onPayload(Span<const uint8_t>(p + kFrameHeaderSize, len));
-    if (!s.ok()) return Status(s.code(), "json stream: frame at byte " + std::to_string(pos) + ": " + s.message());
-    pos += kFrameHeaderSize + len;
-  }
-  return Status::OK();
-}
+constexpr FrameFormat kFrame{kFormatByte, "json"};
 
 // One length-prefixed payload formatted in place in the scratch buffer.
 class Frame {
@@ -96,65 +47,6 @@ class Frame {
   std::string& s_;
   size_t start_;
 };
-
-// Length of the valid UTF-8 sequence (2..4 bytes) at p, lead byte >= 0x80; 0 if invalid.
-size_t utf8SequenceLength(const unsigned char* p, const unsigned char* end) {
-  unsigned char c = p[0];
-  size_t n;
-  unsigned char lo = 0x80, hi = 0xBF;
-  if (c >= 0xC2 && c <= 0xDF) {
-    n = 2;
-  } else if (c >= 0xE0 && c <= 0xEF) {
-    n = 3;
-    if (c == 0xE0) lo = 0xA0;
-    if (c == 0xED) hi = 0x9F;
-  } else if (c >= 0xF0 && c <= 0xF4) {
-    n = 4;
-    if (c == 0xF0) lo = 0x90;
-    if (c == 0xF4) hi = 0x8F;
-  } else {
-    return 0;
-  }
-  if (static_cast<size_t>(end - p) < n || p[1] < lo || p[1] > hi) return 0;
-  for (size_t i = 2; i < n; ++i)
-    if ((p[i] & 0xC0) != 0x80) return 0;
-  return n;
-}
-
-bool validUtf8(std::string_view s) {
-  const unsigned char* p = reinterpret_cast<const unsigned char*>(s.data());
-  const unsigned char* e = p + s.size();
-  while (p < e) {
-    if (*p < 0x80) {
-      ++p;
-      continue;
-    }
-    size_t n = utf8SequenceLength(p, e);
-    if (!n) return false;
-    p += n;
-  }
-  return true;
-}
-
-// Text that only informs (context names, error messages) is never refused:
-// invalid UTF-8 sequences become U+FFFD, as Python's errors="replace" does.
-std::string_view asValidUtf8(std::string_view s, std::string& storage) {
-  if (validUtf8(s)) return s;
-  storage.clear();
-  const unsigned char* p = reinterpret_cast<const unsigned char*>(s.data());
-  const unsigned char* e = p + s.size();
-  while (p < e) {
-    size_t n = *p < 0x80 ? 1 : utf8SequenceLength(p, e);
-    if (n) {
-      storage.append(reinterpret_cast<const char*>(p), n);
-      p += n;
-    } else {
-      storage.append("\xef\xbf\xbd");
-      ++p;
-    }
-  }
-  return storage;
-}
 
 // ---- encoding -------------------------------------------------------------
 
@@ -261,7 +153,7 @@ Status checkRefs(Span<const TensorRef> tensors, const char* what) {
     if (t.spec->type() == DType::kString) {
       const std::string* strings = static_cast<const std::string*>(t.data);
       for (size_t k = 0, n = t.spec->elementCount(); k < n; ++k)
-        if (!validUtf8(strings[k]))
+        if (!utf8::isValid(strings[k]))
           return invalidArgument(std::string(what) + " '" + t.spec->name() + "' element " + std::to_string(k) +
                                  " is not valid UTF-8: the json format carries text only (protobuf carries bytes)");
     }
@@ -519,7 +411,7 @@ class Lexer {
       if (c == '"') break;
       if (c < 0x20) return error("control character in a string");
       if (c >= 0x80) {
-        size_t n = utf8SequenceLength(reinterpret_cast<const unsigned char*>(p_),
+        size_t n = utf8::sequenceLength(reinterpret_cast<const unsigned char*>(p_),
                                       reinterpret_cast<const unsigned char*>(end_));
         if (!n) return error("invalid UTF-8 in a string");
         p_ += n;
@@ -1103,14 +995,14 @@ class JsonCodec final : public Codec {
     MLBRIDGE_RETURN_IF_ERROR(validateSpecs(specs.advice, "advice"));
     for (const auto* list : {&specs.features, &specs.advice})
       for (const TensorSpec& s : *list)
-        if (!validUtf8(s.name())) return invalidArgument("tensor name '" + s.name() + "' is not valid UTF-8");
+        if (!utf8::isValid(s.name())) return invalidArgument("tensor name '" + s.name() + "' is not valid UTF-8");
     return Status::OK();
   }
 
   Status encodeHeader(const SessionSpecs& specs, OutputList& out) override {
     MLBRIDGE_RETURN_IF_ERROR(checkSpecs(specs));
     std::string& pre = out.scratch();
-    appendPreamble(pre);
+    appendPreamble(pre, kFrame);
     out.commitScratch(kPreambleSize);
     Frame frame(out);
     std::string& s = frame.s();
@@ -1135,7 +1027,7 @@ class JsonCodec final : public Codec {
     std::string& s = frame.s();
     std::string fixed;
     s += "{\"context\":{\"name\":";
-    json::appendString(s, asValidUtf8(name, fixed));
+    json::appendString(s, utf8::repaired(name, fixed));
     s += "}}";
     return frame.finish("context");
   }
@@ -1163,7 +1055,7 @@ class JsonCodec final : public Codec {
     json::appendInt(s, id);
     std::string fixed;
     s += ",\"error\":";
-    json::appendString(s, asValidUtf8(message, fixed));
+    json::appendString(s, utf8::repaired(message, fixed));
     s += "}}";
     return frame.finish("error reply");
   }
@@ -1213,7 +1105,7 @@ class JsonCodec final : public Codec {
   }
 
   Status decodeToModelStream(Span<const uint8_t> bytes, std::vector<DecodedMessage>& out) const override {
-    return forEachFrame(bytes, true, [&out](Span<const uint8_t> payload) {
+    return forEachFrame(bytes, true, kFrame, [&out](Span<const uint8_t> payload, size_t) {
       DecodedMessage m;
       MLBRIDGE_RETURN_IF_ERROR(decodeMessageValue(payload, true, m));
       out.push_back(std::move(m));
@@ -1223,7 +1115,7 @@ class JsonCodec final : public Codec {
 
   Status decodeToCompilerStream(Span<const uint8_t> bytes, const SessionSpecs&,
                                 std::vector<DecodedMessage>& out) const override {
-    return forEachFrame(bytes, false, [&out](Span<const uint8_t> payload) {
+    return forEachFrame(bytes, false, kFrame, [&out](Span<const uint8_t> payload, size_t) {
       DecodedMessage m;
       MLBRIDGE_RETURN_IF_ERROR(decodeMessageValue(payload, false, m));
       out.push_back(std::move(m));

@@ -5,7 +5,9 @@
 #include <cstring>
 #include <string>
 
+#include "json/utf8.h"
 #include "wire/codec.h"
+#include "wire/framing.h"
 #include "wire/protobuf_wire.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -49,71 +51,7 @@ const char* kindName(uint32_t field) {
   return "unknown";
 }
 
-// ---- framing (shared layout with the json codec, docs/protocol.md) --------
-
-void appendPreamble(std::string& s) {
-  const char p[kPreambleSize] = {'M', 'L', 'B', 'R', static_cast<char>(kProtocolVersion), kFormatByte, 0, 0};
-  s.append(p, kPreambleSize);
-}
-
-void appendFrameLength(std::string& s, size_t len) {
-  char b[4] = {static_cast<char>(len), static_cast<char>(len >> 8), static_cast<char>(len >> 16),
-               static_cast<char>(len >> 24)};
-  s.append(b, 4);
-}
-
-Status checkFrameSize(size_t len, const char* what) {
-  if (len > 0xFFFFFFFFu)
-    return Status(StatusCode::kResourceExhausted,
-                  std::string(what) + " is " + std::to_string(len) + " bytes: too large for one frame");
-  return Status::OK();
-}
-
-Status checkPreamble(Span<const uint8_t> b, size_t pos) {
-  if (b.size() - pos < kPreambleSize) return dataLoss("protobuf stream: truncated preamble at byte " + std::to_string(pos));
-  if (std::memcmp(b.data() + pos, "MLBR", 4) != 0)
-    return dataLoss("protobuf stream: no MLBR preamble at byte " + std::to_string(pos));
-  if (b[pos + 4] != kProtocolVersion)
-    return unimplemented("protobuf stream: protocol version " + std::to_string(b[pos + 4]) +
-                         ", this reader supports version " + std::to_string(kProtocolVersion));
-  if (b[pos + 5] != kFormatByte)
-    return invalidArgument(std::string("protobuf stream: the preamble announces format '") +
-                           static_cast<char>(b[pos + 5]) + "', not 'P' (protobuf)");
-  return Status::OK();
-}
-
-// Calls onPayload(payload, byteOffset) for every frame of a recorded stream.
-// With `preamble`, the stream starts with one, and a new preamble may start a
-// new session anywhere a frame could (its "MLBR" is far over any frame limit).
-template <class F>
-Status forEachFrame(Span<const uint8_t> b, bool preamble, F onPayload) {
-  size_t pos = 0;
-  if (preamble) {
-    MLBRIDGE_RETURN_IF_ERROR(checkPreamble(b, 0));
-    pos = kPreambleSize;
-  }
-  while (pos < b.size()) {
-    size_t left = b.size() - pos;
-    if (preamble && left >= 4 && std::memcmp(b.data() + pos, "MLBR", 4) == 0) {
-      MLBRIDGE_RETURN_IF_ERROR(checkPreamble(b, pos));
-      pos += kPreambleSize;
-      continue;
-    }
-    if (left < kFrameHeaderSize) return dataLoss("protobuf stream: truncated frame length at byte " + std::to_string(pos));
-    const uint8_t* p = b.data() + pos;
-    size_t len = size_t(p[0]) | size_t(p[1]) << 8 | size_t(p[2]) << 16 | size_t(p[3]) << 24;
-    if (len > kDefaultMaxFrameBytes)
-      return dataLoss("protobuf stream: frame at byte " + std::to_string(pos) + " announces " + std::to_string(len) +
-                      " bytes, over the limit of " + std::to_string(kDefaultMaxFrameBytes));
-    if (left - kFrameHeaderSize < len)
-      return dataLoss("protobuf stream: truncated frame at byte " + std::to_string(pos) + ": " + std::to_string(len) +
-                      " bytes announced, " + std::to_string(left - kFrameHeaderSize) + " present");
-    Status s = onPayload(Span<const uint8_t>(p + kFrameHeaderSize, len), pos);
-    if (!s.ok()) return Status(s.code(), "protobuf stream: frame at byte " + std::to_string(pos) + ": " + s.message());
-    pos += kFrameHeaderSize + len;
-  }
-  return Status::OK();
-}
+constexpr FrameFormat kFrame{kFormatByte, "protobuf"};
 
 // ---- encoding -------------------------------------------------------------
 
@@ -565,7 +503,7 @@ class ProtobufCodec final : public Codec {
     MLBRIDGE_RETURN_IF_ERROR(validateSpecs(specs.advice, "advice"));
     for (const auto* list : {&specs.features, &specs.advice})
       for (const TensorSpec& s : *list)
-        if (!pb::isValidUtf8(s.name())) return invalidArgument("tensor name '" + s.name() + "' is not valid UTF-8");
+        if (!utf8::isValid(s.name())) return invalidArgument("tensor name '" + s.name() + "' is not valid UTF-8");
     return Status::OK();
   }
 
@@ -578,7 +516,7 @@ class ProtobufCodec final : public Codec {
     MLBRIDGE_RETURN_IF_ERROR(checkFrameSize(total, "header"));
     Writer w(out);
     std::string& s = w.s();
-    appendPreamble(s);
+    appendPreamble(s, kFrame);
     appendFrameLength(s, total);
     pb::appendLengthPrefix(s, f::kMsgHeader, body);
     pb::appendVarintField(s, f::kHdrVersion, kProtocolVersion);
@@ -589,7 +527,7 @@ class ProtobufCodec final : public Codec {
 
   Status encodeContext(std::string_view name, OutputList& out) override {
     std::string fixed;
-    name = pb::asValidUtf8(name, fixed);
+    name = utf8::repaired(name, fixed);
     size_t body = pb::bytesFieldSize(name.size());
     size_t total = pb::lengthDelimitedSize(body);
     MLBRIDGE_RETURN_IF_ERROR(checkFrameSize(total, "context"));
@@ -620,7 +558,7 @@ class ProtobufCodec final : public Codec {
     // proto3 cannot tell an empty error from none: never send one.
     if (message.empty()) message = "unknown model error";
     std::string fixed;
-    message = pb::asValidUtf8(message, fixed);
+    message = utf8::repaired(message, fixed);
     size_t body = pb::varintFieldSize(asVarint(id)) + pb::bytesFieldSize(message.size());
     size_t total = pb::lengthDelimitedSize(body);
     MLBRIDGE_RETURN_IF_ERROR(checkFrameSize(total, "error reply"));
@@ -671,7 +609,7 @@ class ProtobufCodec final : public Codec {
   }
 
   Status decodeToModelStream(Span<const uint8_t> bytes, std::vector<DecodedMessage>& out) const override {
-    return forEachFrame(bytes, true, [&out](Span<const uint8_t> payload, size_t) {
+    return forEachFrame(bytes, true, kFrame, [&out](Span<const uint8_t> payload, size_t) {
       DecodedMessage m;
       MLBRIDGE_RETURN_IF_ERROR(decodeMessage(payload, true, m));
       out.push_back(std::move(m));
@@ -681,7 +619,7 @@ class ProtobufCodec final : public Codec {
 
   Status decodeToCompilerStream(Span<const uint8_t> bytes, const SessionSpecs&,
                                 std::vector<DecodedMessage>& out) const override {
-    return forEachFrame(bytes, false, [&out](Span<const uint8_t> payload, size_t) {
+    return forEachFrame(bytes, false, kFrame, [&out](Span<const uint8_t> payload, size_t) {
       DecodedMessage m;
       MLBRIDGE_RETURN_IF_ERROR(decodeMessage(payload, false, m));
       out.push_back(std::move(m));

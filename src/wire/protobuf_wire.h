@@ -76,62 +76,6 @@ inline void appendBytesField(std::string& out, uint32_t field, const void* p, si
   out.append(static_cast<const char*>(p), len);
 }
 
-// proto3 `string` fields must hold valid UTF-8: protobuf's parsers refuse
-// anything else. Length of the valid sequence (2..4 bytes) at p, whose lead
-// byte is >= 0x80; 0 if invalid (overlong, surrogate, > U+10FFFF, truncated).
-inline size_t utf8SequenceLength(const unsigned char* p, const unsigned char* end) {
-  unsigned char c = p[0];
-  size_t n;
-  unsigned char lo = 0x80, hi = 0xBF;
-  if (c >= 0xC2 && c <= 0xDF) {
-    n = 2;
-  } else if (c >= 0xE0 && c <= 0xEF) {
-    n = 3;
-    if (c == 0xE0) lo = 0xA0;
-    if (c == 0xED) hi = 0x9F;
-  } else if (c >= 0xF0 && c <= 0xF4) {
-    n = 4;
-    if (c == 0xF0) lo = 0x90;
-    if (c == 0xF4) hi = 0x8F;
-  } else {
-    return 0;
-  }
-  if (static_cast<size_t>(end - p) < n || p[1] < lo || p[1] > hi) return 0;
-  for (size_t i = 2; i < n; ++i)
-    if ((p[i] & 0xC0) != 0x80) return 0;
-  return n;
-}
-
-inline bool isValidUtf8(std::string_view s) {
-  const unsigned char* p = reinterpret_cast<const unsigned char*>(s.data());
-  const unsigned char* e = p + s.size();
-  while (p < e) {
-    size_t n = *p < 0x80 ? 1 : utf8SequenceLength(p, e);
-    if (!n) return false;
-    p += n;
-  }
-  return true;
-}
-
-// `s` itself if valid, else a copy in `storage` with each invalid byte
-// replaced by U+FFFD (for text that only informs: never refused).
-inline std::string_view asValidUtf8(std::string_view s, std::string& storage) {
-  if (isValidUtf8(s)) return s;
-  storage.clear();
-  const unsigned char* p = reinterpret_cast<const unsigned char*>(s.data());
-  const unsigned char* e = p + s.size();
-  while (p < e) {
-    size_t n = *p < 0x80 ? 1 : utf8SequenceLength(p, e);
-    if (n) {
-      storage.append(reinterpret_cast<const char*>(p), n);
-      p += n;
-    } else {
-      storage.append("\xef\xbf\xbd");
-      ++p;
-    }
-  }
-  return storage;
-}
 
 // Reads one message's fields from [p, end). Errors are kDataLoss naming the
 // byte offset from `base` (the start of the payload) and what was read.
