@@ -25,7 +25,7 @@
 #include <string>
 #include <vector>
 
-#include "mlbridge/mlbridge.h"
+#include "mlbridge/mlbridge.hpp"
 
 using namespace mlbridge;
 using Clock = std::chrono::steady_clock;

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "mlbridge/mlbridge.h"
+#include "mlbridge/mlbridge.hpp"
 
 namespace {
 

@@ -1,5 +1,5 @@
 // Built against an installed mlbridge, the way an LLVM plugin is built.
-#include <mlbridge/mlbridge.h>
+#include <mlbridge/mlbridge.hpp>
 
 #include <cstdio>
 

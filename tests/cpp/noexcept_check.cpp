@@ -1,6 +1,6 @@
 // Built with -fno-exceptions -fno-rtti, as LLVM and GCC plugins are: every
 // public header must compile and work here.
-#include "mlbridge/mlbridge.h"
+#include "mlbridge/mlbridge.hpp"
 
 int main() {
   using namespace mlbridge;

@@ -1,6 +1,6 @@
-// mlbridge: one include for the C++ API.
-#ifndef MLBRIDGE_MLBRIDGE_H
-#define MLBRIDGE_MLBRIDGE_H
+// mlbridge: one include for the C++ API. (The C API is mlbridge/mlbridge.h.)
+#ifndef MLBRIDGE_MLBRIDGE_HPP
+#define MLBRIDGE_MLBRIDGE_HPP
 
 #include "mlbridge/dtype.h"
 #include "mlbridge/feature.h"
@@ -14,4 +14,4 @@
 #include "mlbridge/version.h"
 #include "mlbridge/wire_format.h"
 
-#endif  // MLBRIDGE_MLBRIDGE_H
+#endif  // MLBRIDGE_MLBRIDGE_HPP
