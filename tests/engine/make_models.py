@@ -96,7 +96,7 @@ class Corpus:
         blob = bytearray()
 
         def put(arr_name, arr):
-            arr = np.ascontiguousarray(arr)
+            arr = np.array(arr, copy=True, order="C")  # keeps 0-d (ascontiguousarray would not)
             if arr.dtype not in DTYPE_NAMES:
                 raise SystemExit(f"{name}: unsupported dtype {arr.dtype} for {arr_name}")
             off = len(blob)
