@@ -6,6 +6,7 @@
 #include <cassert>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 namespace mlbridge {
@@ -58,8 +59,9 @@ inline Status failedPrecondition(std::string m) { return Status(StatusCode::kFai
 inline Status unimplemented(std::string m) { return Status(StatusCode::kUnimplemented, std::move(m)); }
 inline Status internalError(std::string m) { return Status(StatusCode::kInternal, std::move(m)); }
 
-// Either a value or a non-OK Status. Accessing the value of an error is a
-// programming error (asserted in debug builds).
+// Either a value or a non-OK Status. Reading the value of an error is a
+// programming error; it never aborts: it yields a value-initialized T (types
+// that have no default value are asserted on in debug builds).
 template <class T>
 class StatusOr {
  public:
@@ -68,12 +70,12 @@ class StatusOr {
     if (status_.ok()) status_ = internalError("StatusOr built from an OK Status without a value");
   }
 
-  bool ok() const { return value_.has_value(); }
+  bool ok() const { return status_.ok(); }
   const Status& status() const { return status_; }
 
-  T& value() & { assert(ok()); return *value_; }
-  const T& value() const& { assert(ok()); return *value_; }
-  T&& value() && { assert(ok()); return std::move(*value_); }
+  T& value() & { return valueOrDefault(); }
+  const T& value() const& { return valueOrDefault(); }
+  T&& value() && { return std::move(valueOrDefault()); }
   T& operator*() & { return value(); }
   const T& operator*() const& { return value(); }
   T* operator->() { return &value(); }
@@ -81,8 +83,17 @@ class StatusOr {
   T valueOr(T fallback) const { return ok() ? *value_ : std::move(fallback); }
 
  private:
+  T& valueOrDefault() const {
+    if constexpr (std::is_default_constructible<T>::value) {
+      if (!value_) value_.emplace();
+    } else {
+      assert(value_.has_value());
+    }
+    return *value_;
+  }
+
   Status status_;
-  std::optional<T> value_;
+  mutable std::optional<T> value_;
 };
 
 }  // namespace mlbridge

@@ -192,6 +192,10 @@ inline size_t panelCount(size_t n) { return (n + kPanel - 1) / kPanel; }
 BufferPtr packPanels(const float* b, bool transposed, size_t K, size_t N, float scale);
 // A bias vector padded to panelCount(n) * kPanel floats.
 BufferPtr padBias(const float* bias, size_t n);
+// Narrow outputs (N < kRowsBelow) use dot products over rows instead: the
+// weights as N rows of K floats (the transpose of K x N), each one stream.
+constexpr size_t kRowsBelow = 8;
+BufferPtr packRows(const float* b, bool transposed, size_t K, size_t N, float scale);
 
 // Activation fused into dense layers and used by LSTM/GRU gates.
 enum class Act : uint8_t { kNone, kRelu, kLeakyRelu, kTanh, kSigmoid, kClip, kHardSigmoid };
@@ -202,7 +206,8 @@ enum class Post : uint8_t { kNone, kSoftmax, kLogSoftmax };
 struct DenseParams {
   int in = -1, out = -1;
   size_t M = 0, K = 0, N = 0;
-  const float* panels = nullptr;  // packPanels
+  const float* panels = nullptr;  // packPanels, or nullptr when `rows` is used
+  const float* rows = nullptr;    // packRows (N < kRowsBelow)
   const float* bias = nullptr;    // padBias, or nullptr
   Act act = Act::kNone;
   float alpha = 0, beta = 0;      // LeakyRelu alpha; Clip min/max; HardSigmoid alpha/beta

@@ -92,6 +92,15 @@ BufferPtr packPanels(const float* b, bool transposed, size_t K, size_t N, float 
   return out;
 }
 
+BufferPtr packRows(const float* b, bool transposed, size_t K, size_t N, float scale) {
+  std::shared_ptr<Buffer> out = Buffer::allocate(N * K * sizeof(float));
+  if (!out) return nullptr;
+  float* dst = out->as<float>();
+  for (size_t n = 0; n < N; ++n)
+    for (size_t k = 0; k < K; ++k) dst[n * K + k] = (transposed ? b[n * K + k] : b[k * N + n]) * scale;
+  return out;
+}
+
 BufferPtr padBias(const float* bias, size_t n) {
   std::shared_ptr<Buffer> out = Buffer::allocate(panelCount(n) * kPanel * sizeof(float));
   if (!out) return nullptr;

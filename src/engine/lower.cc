@@ -624,7 +624,8 @@ Status lowerWhere(LowerCtx& c) {
 // Dense (float32, constant right-hand side) with an optional fused tail.
 Status emitDense(LowerCtx& c, int aSlot, size_t M, size_t K, size_t N, const float* b, bool bTransposed, float scale,
                  const DenseTail& tail, int outSlot) {
-  BufferPtr packed = packPanels(b, bTransposed, K, N, scale);
+  const bool narrow = N < kRowsBelow;
+  BufferPtr packed = narrow ? packRows(b, bTransposed, K, N, scale) : packPanels(b, bTransposed, K, N, scale);
   if (!packed) return noMemory(c.n);
   DenseParams* p = c.L.params<DenseParams>();
   p->in = aSlot;
@@ -632,7 +633,7 @@ Status emitDense(LowerCtx& c, int aSlot, size_t M, size_t K, size_t N, const flo
   p->M = M;
   p->K = K;
   p->N = N;
-  p->panels = packed->as<float>();
+  (narrow ? p->rows : p->panels) = packed->as<float>();
   c.L.constantSlot(packed);
   if (!tail.bias.empty()) {
     BufferPtr bias = padBias(tail.bias.data(), N);

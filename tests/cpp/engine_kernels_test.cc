@@ -76,8 +76,8 @@ TEST(EngineKernels, DenseMatchesNaiveProduct) {
   std::normal_distribution<float> nd(0.f, 1.f);
   for (const SimdKernels* k : kernelSets()) {
     for (size_t M : {1, 3}) {
-      for (size_t K : {1, 5, 17, 300}) {
-        for (size_t N : {1, 7, 15, 16, 17, 32, 33, 48, 64, 65, 100, 129}) {
+      for (size_t K : {1, 5, 17, 33, 300}) {
+        for (size_t N : {1, 2, 7, 8, 15, 16, 17, 32, 33, 48, 64, 65, 100, 129}) {
           for (int variant = 0; variant < 3; ++variant) {
             std::vector<float> a(M * K), b(K * N), bias(N), y(M * N);
             for (float& v : a) v = nd(rng);
@@ -87,7 +87,8 @@ TEST(EngineKernels, DenseMatchesNaiveProduct) {
             std::vector<float> bt(N * K);  // N x K copy for the transposed packing
             for (size_t kk = 0; kk < K; ++kk)
               for (size_t n = 0; n < N; ++n) bt[n * K + kk] = b[kk * N + n];
-            BufferPtr panels = packPanels(transposed ? bt.data() : b.data(), transposed, K, N, 0.5f);
+            const bool narrow = N < kRowsBelow;
+            BufferPtr panels = (narrow ? packRows : packPanels)(transposed ? bt.data() : b.data(), transposed, K, N, 0.5f);
             BufferPtr pb = padBias(bias.data(), N);
             DenseParams p;
             p.in = 0;
@@ -95,7 +96,7 @@ TEST(EngineKernels, DenseMatchesNaiveProduct) {
             p.M = M;
             p.K = K;
             p.N = N;
-            p.panels = panels->as<float>();
+            (narrow ? p.rows : p.panels) = panels->as<float>();
             p.bias = variant == 2 ? nullptr : pb->as<float>();
             p.act = variant == 2 ? Act::kRelu : Act::kNone;
             void* slots[2] = {a.data(), y.data()};

@@ -199,3 +199,24 @@ TEST(DType, NamesAndSizes) {
 
 }  // namespace
 }  // namespace mlbridge
+
+namespace mlbridge {
+namespace {
+
+TEST(StatusOr, ReadingAnErrorsValueNeverAborts) {
+  StatusOr<int64_t> e = deadlineExceeded("no reply within 5 ms");
+  EXPECT_FALSE(e.ok());
+  EXPECT_EQ(e.value(), 0);
+  EXPECT_FALSE(e.ok()) << "still an error after the misuse";
+  EXPECT_EQ(e.status().toString(), "DEADLINE_EXCEEDED: no reply within 5 ms");
+  StatusOr<std::unique_ptr<int>> p = unavailable("gone");
+  EXPECT_EQ(p.value(), nullptr);
+  StatusOr<int> built = Status::OK();
+  EXPECT_EQ(built.status().code(), StatusCode::kInternal) << "an OK status without a value is a bug, reported";
+  StatusOr<std::string> v = std::string("x");
+  EXPECT_TRUE(v.ok());
+  EXPECT_EQ(*v, "x");
+}
+
+}  // namespace
+}  // namespace mlbridge
