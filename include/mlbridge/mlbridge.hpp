@@ -7,6 +7,7 @@
 #include "mlbridge/log.h"
 #include "mlbridge/model_runner.h"
 #include "mlbridge/pipe_runner.h"
+#include "mlbridge/rl.h"
 #include "mlbridge/span.h"
 #include "mlbridge/status.h"
 #include "mlbridge/tensor_ref.h"

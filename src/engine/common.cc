@@ -2,7 +2,7 @@
 
 #include <cstring>
 #include <limits>
-#include <new>
+#include <cstdlib>
 
 namespace mlbridge {
 namespace engine {
@@ -42,13 +42,15 @@ std::string shapeString(const Shape& shape) {
   return s + "]";
 }
 
+void Buffer::Free::operator()(unsigned char* p) const { std::free(p); }
+
 std::shared_ptr<Buffer> Buffer::allocate(size_t bytes) {
   if (bytes > std::numeric_limits<size_t>::max() - 2 * kBufferAlign) return nullptr;
-  std::shared_ptr<Buffer> b(new (std::nothrow) Buffer());
-  if (!b) return nullptr;
   size_t total = bytes + kBufferAlign;
-  b->storage_.reset(new (std::nothrow) unsigned char[total]);
-  if (!b->storage_) return nullptr;
+  unsigned char* raw = static_cast<unsigned char*>(std::malloc(total));
+  if (!raw) return nullptr;
+  std::shared_ptr<Buffer> b(new Buffer());
+  b->storage_.reset(raw);
   std::memset(b->storage_.get(), 0, total);
   unsigned char* p = b->storage_.get();
   p += (kBufferAlign - reinterpret_cast<uintptr_t>(p) % kBufferAlign) % kBufferAlign;

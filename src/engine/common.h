@@ -38,7 +38,7 @@ inline size_t alignUp(size_t n, size_t a = kBufferAlign) { return (n + a - 1) / 
 // Shared (std::shared_ptr<const Buffer>) between the IR, programs and runners.
 class Buffer {
  public:
-  // nullptr if the allocation fails (no exception escapes).
+  // nullptr if the data allocation fails.
   static std::shared_ptr<Buffer> allocate(size_t bytes);
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
@@ -52,8 +52,11 @@ class Buffer {
   const T* as() const { return static_cast<const T*>(data()); }
 
  private:
+  struct Free {
+    void operator()(unsigned char* p) const;
+  };
   Buffer() = default;
-  std::unique_ptr<unsigned char[]> storage_;
+  std::unique_ptr<unsigned char, Free> storage_;  // malloc'ed: a failed allocation is a nullptr, not a throw
   unsigned char* aligned_ = nullptr;
   size_t size_ = 0;
 };

@@ -1047,7 +1047,8 @@ Status planArena(Program* p, size_t maxBytes) {
   std::vector<size_t> order;
   for (size_t k = 0; k < ns; ++k)
     if (p->slots[k].kind == Slot::Kind::kArena && first[k] >= 0) order.push_back(k);
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return first[a] < first[b]; });
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return first[a] != first[b] ? first[a] < first[b] : a < b; });
   std::vector<size_t> placed;
   size_t total = 0;
   for (size_t k : order) {

@@ -102,7 +102,7 @@ TEST(EngineFaults, MutatedFilesNeverCrash) {
                            "ops_int.onnx", "mlp_matmul_batch.onnx", "typed_initializers.onnx"}) {
     const std::string original = readAll(kModels + "/" + file);
     ASSERT_FALSE(original.empty()) << file;
-    for (int i = 0; i < 400; ++i) {
+    for (int i = 0; i < 1000; ++i) {
       std::string b = original;
       int edits = 1 + static_cast<int>(rng() % 4);
       for (int e = 0; e < edits; ++e) {

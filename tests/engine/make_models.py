@@ -451,6 +451,38 @@ def ops_norm(c):
                                "cvec": randn(2)}])
 
 
+def ops_opset18(c):
+    """Opset-18 forms and odds and ends exporters emit."""
+    i64 = lambda *v: np.array(v, np.int64)
+    wconst = nh.from_array(w(7, 5), "wc")
+    nodes = [
+        h.make_node("Constant", [], ["W"], value=wconst),  # weights as a Constant node, not an initializer
+        h.make_node("MatMul", ["x", "W"], ["xw"]),
+        h.make_node("Split", ["xw"], ["s0", "s1", "s2"], axis=1, num_outputs=3),  # 5 -> 2, 2, 1
+        h.make_node("Unsqueeze", ["s2", "neg"], ["u"]),  # [3,1] -> [3,1,1]
+        h.make_node("Squeeze", ["u"], ["sq"]),  # all 1-dims: [3]
+        h.make_node("ReduceMax", ["xw", "ax1"], ["rmax"], keepdims=0),
+        h.make_node("Gather", ["x", "idx32"], ["g"], axis=1),
+        h.make_node("Slice", ["x", "st", "big"], ["tail"]),
+        h.make_node("Concat", ["s0", "s1", "cst"], ["cat"], axis=1),
+        h.make_node("Greater", ["x", "zero"], ["pos"]),
+        h.make_node("Where", ["pos", "x", "col"], ["wh"]),
+        h.make_node("Cast", ["x"], ["xb"], to=TP.BOOL), h.make_node("Cast", ["xb"], ["xbf"], to=TP.FLOAT),
+        h.make_node("Mul", ["x", "ten"], ["x10"]), h.make_node("Cast", ["x10"], ["x8"], to=TP.INT8),
+        h.make_node("Reshape", ["x", "shp"], ["r"], allowzero=0),
+    ]
+    inits = [init("neg", i64(-1)), init("ax1", i64(1)), init("idx32", np.array([6, 0, -2], np.int32)),
+             init("st", i64(3)), init("big", i64(2**63 - 1)), init("cst", w(3, 2)),
+             init("zero", np.array(0.0, np.float32)), init("col", w(3, 1)), init("ten", np.array(10.0, np.float32)),
+             init("shp", i64(0, -1, 1))]
+    outs = [vi(n, TP.FLOAT, None) for n in ["s0", "s1", "sq", "rmax", "g", "tail", "cat", "wh", "xbf", "r"]]
+    outs.append(vi("x8", TP.INT8, None))
+    model = make(nodes, [vi("x", TP.FLOAT, [3, 7])], outs, inits, 18, "ops_opset18")
+    x = randn(3, 7)
+    x[0, 2] = 0.0
+    c.add("ops_opset18", model, [{"x": x}])
+
+
 def ops_opset20(c):
     nodes = [h.make_node("Gelu", ["x"], ["gelu"]), h.make_node("Gelu", ["x"], ["gelu_tanh"], approximate="tanh"),
              h.make_node("Mish", ["x"], ["mish"])]
@@ -564,6 +596,7 @@ def main():
     ops_reduce(c, 18)
     ops_int(c)
     ops_norm(c)
+    ops_opset18(c)
     ops_opset20(c)
     typed_initializers(c)
     newest(c)

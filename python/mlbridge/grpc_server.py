@@ -1,0 +1,397 @@
+"""The model side over gRPC (inference direction): the Python model serves,
+compilers are clients (``mlbridge::GrpcModelRunner`` in C++, or
+:class:`mlbridge.grpc_client.ModelClient`).
+
+    with GrpcServer(policy) as server:          # 127.0.0.1, a free port
+        print(server.port)
+        server.wait()                            # until stop() or a Shutdown RPC
+
+Many compilers may be served at once: each ``OpenSession`` gets its own
+:class:`Session` (random 64-bit id, so a restarted server never mistakes an
+old id for a new session). ``policy`` is shared by all sessions and called
+under a lock unless ``concurrent=True``; with ``per_session=True`` it is a
+factory called once per session (separate state, calls in parallel).
+"""
+from __future__ import annotations
+
+import secrets
+import sys
+import threading
+import time
+from concurrent import futures
+from typing import Any, Callable, Dict, Iterable, List, Optional, Union
+
+import grpc
+
+from . import _grpc_common as _c
+from ._grpc_common import ClientTLS, RetryPolicy, ServerTLS
+from ._proto import service_pb2 as spb
+from .errors import MLBridgeError, ProtocolError
+from .formats.base import DEFAULT_MAX_MESSAGE
+from .formats.protobuf import ProtobufFormat, _spec, _tensor
+from .messages import PROTOCOL_VERSION
+from .server import Observation, Policy, Session, _describe
+from .spec import TensorSpec, check_unique
+from .values import coerce_all
+
+__all__ = ["GrpcServer", "ServerTLS", "ClientTLS", "RetryPolicy", "main"]
+
+_SERVICE = "mlbridge.v1.ModelService"
+_FMT = ProtobufFormat()
+
+
+class _Live:
+    """Per-session state: the stats object, the policy and its lock."""
+
+    __slots__ = ("session", "policy", "lock", "names", "last")
+
+    def __init__(self, session: Session, policy: Any, lock: Any) -> None:
+        self.session = session
+        self.policy = policy
+        self.lock = lock
+        self.names = tuple(s.name for s in session.features)
+        self.last = time.monotonic()
+
+
+class _NoLock:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *a: Any) -> None:
+        return None
+
+
+class GrpcServer:
+    """Serve a policy to compilers over gRPC.
+
+    ``address``: "host:port"; the default binds loopback only, port 0 picks a
+    free port (see :attr:`port` after :meth:`start`). A busy port is an error
+    (no SO_REUSEPORT sharing). A non-loopback address needs ``tls`` and/or
+    ``token`` (or ``allow_insecure_remote=True``). ``token``: every call must
+    carry ``authorization: Bearer TOKEN``. ``required_features``: names or
+    specs the model needs; a session without them is refused at the handshake.
+    """
+
+    def __init__(self, policy: Union[Policy, Callable[[], Policy]], address: str = "127.0.0.1:0", *,
+                 tls: Optional[ServerTLS] = None, token: Optional[str] = None, max_workers: int = 8,
+                 per_session: bool = False, concurrent: bool = False,
+                 required_features: Optional[Iterable[Any]] = None, allow_insecure_remote: bool = False,
+                 allow_shutdown_rpc: bool = True, max_message: int = DEFAULT_MAX_MESSAGE,
+                 keep_sessions: int = 1000) -> None:
+        _c.check_remote(address, tls, token, allow_insecure_remote)
+        if max_workers < 1:
+            raise ValueError("max_workers must be >= 1")
+        self.policy = policy
+        self.address = address
+        self.tls = tls
+        self._token = _c.token_bytes(token)
+        self.max_workers = max_workers
+        self.per_session = per_session
+        self.concurrent = concurrent
+        self.allow_shutdown_rpc = allow_shutdown_rpc
+        self.max_message = max_message
+        self.required: List[Union[str, TensorSpec]] = [
+            r if isinstance(r, str) else TensorSpec.coerce(r) for r in (required_features or ())]
+        self._shared_lock: Any = _NoLock() if concurrent else threading.Lock()
+        self._live: Dict[int, _Live] = {}
+        self._mutex = threading.Lock()
+        self._ended: List[Session] = []
+        self._keep = keep_sessions
+        self._count = 0
+        self._server: Optional[grpc.Server] = None
+        self._port = 0
+        self._stopped = threading.Event()
+        self.shutdown_reason: Optional[str] = None
+
+    # -- lifecycle ---------------------------------------------------------------
+    @property
+    def port(self) -> int:
+        """The bound port (after start())."""
+        if not self._port:
+            raise MLBridgeError("GrpcServer.port: the server is not started")
+        return self._port
+
+    @property
+    def target(self) -> str:
+        """What a client dials: "host:port" with the bound port."""
+        return _c.format_address(self.address, self.port)
+
+    def start(self) -> "GrpcServer":
+        """Bind and start serving (returns at once). Raises MLBridgeError if
+        the address cannot be bound."""
+        if self._server is not None:
+            raise MLBridgeError("GrpcServer.start: already started")
+        server = grpc.server(futures.ThreadPoolExecutor(max_workers=self.max_workers,
+                                                        thread_name_prefix="mlbridge-grpc"),
+                             options=_c.server_options(self.max_message))
+        handlers = {
+            "OpenSession": grpc.unary_unary_rpc_method_handler(
+                self._open, request_deserializer=spb.OpenSessionRequest.FromString,
+                response_serializer=spb.OpenSessionReply.SerializeToString),
+            # Replies are serialized by hand (bytes of Message{reply}).
+            "Evaluate": grpc.unary_unary_rpc_method_handler(
+                self._evaluate, request_deserializer=spb.EvaluateRequest.FromString),
+            "CloseSession": grpc.unary_unary_rpc_method_handler(
+                self._close, request_deserializer=spb.CloseSessionRequest.FromString,
+                response_serializer=spb.CloseSessionReply.SerializeToString),
+            "Shutdown": grpc.unary_unary_rpc_method_handler(
+                self._shutdown, request_deserializer=spb.ShutdownRequest.FromString,
+                response_serializer=spb.ShutdownReply.SerializeToString),
+        }
+        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(_SERVICE, handlers),))
+        try:
+            self._port = _c.bind(server, self.address, self.tls)
+        except BaseException:
+            server.stop(None)
+            raise
+        server.start()
+        self._server = server
+        return self
+
+    def stop(self, grace: Optional[float] = 1.0) -> None:
+        """Stop serving: new calls are refused, calls in flight get ``grace``
+        seconds. Idempotent. Live sessions end (unclean)."""
+        server = self._server
+        if server is not None:
+            server.stop(grace).wait()
+        with self._mutex:
+            live = list(self._live.values())
+            self._live.clear()
+        for lv in live:
+            self._end(lv, False, "the server stopped")
+        self._stopped.set()
+
+    def wait(self, timeout: Optional[float] = None) -> bool:
+        """Block until stop() or a Shutdown RPC; False on timeout."""
+        return self._stopped.wait(timeout)
+
+    def __enter__(self) -> "GrpcServer":
+        if self._server is None:
+            self.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    @property
+    def sessions(self) -> List[Session]:
+        """Ended sessions (the last ``keep_sessions``) then the live ones."""
+        with self._mutex:
+            return list(self._ended) + [lv.session for lv in self._live.values()]
+
+    # -- handlers ------------------------------------------------------------------
+    def _auth(self, context: grpc.ServicerContext) -> None:
+        if self._token is not None:
+            _c.check_token(context, self._token)
+
+    def _refusal(self, features: Any) -> Optional[str]:
+        have = {s.name: s for s in features}
+        for req in self.required:
+            name = req if isinstance(req, str) else req.name
+            got = have.get(name)
+            if got is None:
+                return f"SpecMismatch: the model requires feature {name!r}, which the compiler does not send"
+            if isinstance(req, TensorSpec) and (got.dtype != req.dtype or got.shape != req.shape):
+                return (f"SpecMismatch: feature {name!r} is {got.dtype} {list(got.shape)}, "
+                        f"the model requires {req.dtype} {list(req.shape)}")
+        return None
+
+    def _open(self, req: Any, context: grpc.ServicerContext) -> Any:
+        self._auth(context)
+        h = req.header
+        if h.version != PROTOCOL_VERSION:
+            context.abort(grpc.StatusCode.FAILED_PRECONDITION,
+                          f"schema version mismatch: the compiler speaks mlbridge protocol {h.version}, "
+                          f"this model server speaks {PROTOCOL_VERSION}")
+        try:
+            feats = tuple(_spec(s, "feature") for s in h.features)
+            adv = tuple(_spec(s, "advice") for s in h.advice)
+            check_unique(feats, "feature", ProtocolError)
+            check_unique(adv, "advice", ProtocolError)
+        except ProtocolError as exc:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"bad session header: {exc}")
+        with self._mutex:
+            index = self._count
+            self._count += 1
+        sess = Session(index)
+        sess.format = "grpc"
+        sess.features, sess.advice = feats, adv
+        refusal = self._refusal(feats)
+        policy: Any = self.policy
+        lock: Any = self._shared_lock
+        if refusal is None and self.per_session:
+            try:
+                policy = self.policy()  # type: ignore[operator]
+            except Exception as exc:
+                refusal = _describe(exc)
+            lock = _NoLock() if self.concurrent else threading.Lock()
+        if refusal is None:
+            hook = getattr(policy, "on_session_start", None)
+            if hook is not None:
+                try:
+                    with lock:
+                        hook(sess)
+                except Exception as exc:
+                    refusal = _describe(exc)
+                    sess.exception = exc
+        if refusal is not None:
+            sess.refused = refusal
+            sess.clean = False
+            self._remember(sess)
+            context.abort(grpc.StatusCode.FAILED_PRECONDITION, f"the model refused the session: {refusal}")
+        sid = secrets.randbits(63) or 1
+        with self._mutex:
+            while sid in self._live:
+                sid = secrets.randbits(63) or 1
+            self._live[sid] = _Live(sess, policy, lock)
+        return spb.OpenSessionReply(session=sid, version=PROTOCOL_VERSION)
+
+    def _evaluate(self, req: Any, context: grpc.ServicerContext) -> bytes:
+        if self._token is not None:
+            _c.check_token(context, self._token)
+        lv = self._live.get(req.session)
+        if lv is None:
+            context.abort(grpc.StatusCode.NOT_FOUND,
+                          f"unknown session {req.session} (closed, or the model server restarted)")
+        sess = lv.session
+        obs_msg = req.observation
+        oid = obs_msg.id
+        if req.HasField("context"):
+            name = req.context.name
+            sess.context = name
+            sess.contexts += 1
+            hook = getattr(lv.policy, "on_context", None)
+            if hook is not None:
+                try:
+                    with lv.lock:
+                        hook(name)
+                except Exception as exc:
+                    sess.errors += 1
+                    return _FMT.error_payload(oid, _describe(exc))
+        if not req.HasField("observation"):
+            return _FMT.reply_payload(-1, (), ())
+        try:
+            items = obs_msg.tensors
+            if len(items) != len(lv.names):
+                raise ProtocolError(f"observation {oid} has {len(items)} tensors, the header has "
+                                    f"{len(lv.names)} features")
+            tensors = {}
+            for t, name in zip(items, lv.names):
+                tname, arr = _tensor(t, f"observation {oid}")
+                if tname != name:
+                    raise ProtocolError(f"observation {oid}: tensor {tname!r} where the header has {name!r}")
+                tensors[tname] = arr
+            obs = Observation(oid, sess.context, sess, tensors)
+            with lv.lock:
+                answer = lv.policy(obs)
+            data = _FMT.reply_payload(oid, sess.advice, coerce_all(answer, sess.advice, "advice"))
+        except Exception as exc:
+            sess.errors += 1
+            return _FMT.error_payload(oid, _describe(exc))
+        sess.observations += 1
+        return data
+
+    def _close(self, req: Any, context: grpc.ServicerContext) -> Any:
+        self._auth(context)
+        with self._mutex:
+            lv = self._live.pop(req.session, None)
+        if lv is not None:
+            self._end(lv, True, None)
+        return spb.CloseSessionReply()
+
+    def _shutdown(self, req: Any, context: grpc.ServicerContext) -> Any:
+        self._auth(context)
+        if not self.allow_shutdown_rpc:
+            context.abort(grpc.StatusCode.PERMISSION_DENIED, "this server does not accept Shutdown calls")
+        self.shutdown_reason = req.reason or "Shutdown RPC"
+        threading.Thread(target=self.stop, args=(1.0,), daemon=True).start()
+        return spb.ShutdownReply()
+
+    # -- bookkeeping ---------------------------------------------------------------
+    def _remember(self, sess: Session) -> None:
+        sess.duration = time.monotonic() - sess.started
+        with self._mutex:
+            self._ended.append(sess)
+            if len(self._ended) > self._keep:
+                del self._ended[: len(self._ended) - self._keep]
+
+    def _end(self, lv: _Live, clean: bool, error: Optional[str]) -> None:
+        sess = lv.session
+        sess.clean = clean
+        sess.error = error
+        self._remember(sess)
+        hook = getattr(lv.policy, "on_session_end", None)
+        if hook is not None:
+            try:
+                with lv.lock:
+                    hook(sess, clean)
+            except Exception as exc:  # reported in the stats, never raised into gRPC's threads
+                sess.exception = exc
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    """``python -m mlbridge.grpc_server --model fc|const|echo|raise|sleep [--address A] [--token T]``
+
+    A test/benchmark model server. Prints ``{"event":"ready","port":N}`` on
+    stdout once listening; stops on SIGTERM/SIGINT or a Shutdown RPC. Never
+    reads stdin.
+    """
+    import argparse
+    import json
+    import signal
+
+    import numpy as np
+
+    from .bench_model import ConstModel, EchoModel, FcModel
+    from .server import Model
+
+    class Raise(Model):
+        def __call__(self, obs: Observation) -> Any:
+            raise ValueError(f"model failure on observation {obs.id}")
+
+    class Sleep(Model):
+        def __init__(self, seconds: float) -> None:
+            self.seconds = seconds
+
+        def __call__(self, obs: Observation) -> Any:
+            time.sleep(self.seconds)
+            return np.zeros(obs.session.advice[0].shape, obs.session.advice[0].np_dtype)
+
+    class WrongDtype(Model):
+        def __call__(self, obs: Observation) -> Any:
+            return "not a number"
+
+    p = argparse.ArgumentParser(prog="python -m mlbridge.grpc_server")
+    p.add_argument("--address", default="127.0.0.1:0")
+    p.add_argument("--model", default="const", choices=["fc", "const", "echo", "raise", "sleep", "wrong"])
+    p.add_argument("--value", type=float, default=0)
+    p.add_argument("--sleep", type=float, default=5.0)
+    p.add_argument("--token", default=None)
+    p.add_argument("--max-workers", type=int, default=8)
+    p.add_argument("--tls-cert")
+    p.add_argument("--tls-key")
+    p.add_argument("--tls-client-ca")
+    args = p.parse_args(argv)
+    factories: Dict[str, Callable[[], Any]] = {
+        "fc": FcModel, "const": lambda: ConstModel(args.value), "echo": EchoModel,
+        "raise": Raise, "sleep": lambda: Sleep(args.sleep), "wrong": WrongDtype}
+    tls = ServerTLS(args.tls_cert, args.tls_key, args.tls_client_ca) if args.tls_cert else None
+    server = GrpcServer(factories[args.model], args.address, per_session=True, token=args.token, tls=tls,
+                        max_workers=args.max_workers)
+    server.start()
+
+    def on_signal(signum: int, frame: Any) -> None:
+        threading.Thread(target=server.stop, args=(0.5,), daemon=True).start()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    print(json.dumps({"event": "ready", "port": server.port, "pid": __import__("os").getpid()}), flush=True)
+    while not server.wait(0.5):
+        pass
+    print(json.dumps({"event": "stopped", "sessions": len(server.sessions),
+                      "reason": server.shutdown_reason or "signal"}), file=sys.stderr, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

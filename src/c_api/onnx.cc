@@ -1,0 +1,206 @@
+// C API: runner kind "onnx" (the built-in engine, mlbridge::NativeModelRunner).
+// The engine's sources are compiled only with MLBRIDGE_WITH_ENGINE; the build
+// then defines MLBRIDGE_HAVE_ENGINE for the library, and without it the load
+// functions report MLB_UNIMPLEMENTED (options still work, so callers need no
+// #ifdefs).
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "c_api/c_api_internal.h"
+#include "mlbridge/onnx_runner.h"
+
+using mlbridge::OnnxLoadOptions;
+using mlbridge::OnnxModel;
+using mlbridge::Status;
+using mlbridge::StatusCode;
+using mlbridge::TensorSpec;
+using mlbridge::invalidArgument;
+using mlbridge::capi::guardError;
+
+struct mlb_onnx_options {
+  OnnxLoadOptions options;
+};
+
+struct mlb_onnx_model {
+  std::shared_ptr<const OnnxModel> model;
+  std::vector<mlb_spec> inputs;
+  std::vector<mlb_spec> outputs;
+};
+
+namespace {
+
+Status nullArgument(const char* function, const char* names) {
+  return invalidArgument(std::string(function) + ": " + names + " must not be NULL");
+}
+
+#if defined(MLBRIDGE_HAVE_ENGINE)
+Status wrapModel(mlbridge::StatusOr<std::shared_ptr<const OnnxModel>> loaded, mlb_onnx_model** out) {
+  if (!loaded.ok()) return loaded.status();
+  std::unique_ptr<mlb_onnx_model> m(new mlb_onnx_model);
+  m->model = std::move(*loaded);
+  for (const TensorSpec& s : m->model->inputs()) m->inputs.push_back(mlb_spec{s});
+  for (const TensorSpec& s : m->model->outputs()) m->outputs.push_back(mlb_spec{s});
+  *out = m.release();
+  return Status::OK();
+}
+#else
+Status noEngine() {
+  return mlbridge::unimplemented(
+      "this mlbridge library was built without the ONNX engine (configure with -DMLBRIDGE_WITH_ENGINE=ON)");
+}
+#endif
+
+Status specAt(const std::vector<mlb_spec>& specs, size_t index, const char* what, const mlb_spec** spec) {
+  if (index >= specs.size())
+    return Status(StatusCode::kOutOfRange, std::string(what) + " index " + std::to_string(index) +
+                                               " is out of range (" + std::to_string(specs.size()) + " " + what +
+                                               "s)");
+  *spec = &specs[index];
+  return Status::OK();
+}
+
+}  // namespace
+
+// ---- options ---------------------------------------------------------------
+
+extern "C" mlb_status mlb_onnx_options_create(mlb_onnx_options** options, mlb_error** error) noexcept {
+  return guardError(error, [&]() -> Status {
+    if (!options) return nullArgument("mlb_onnx_options_create", "options");
+    *options = new mlb_onnx_options;
+    return Status::OK();
+  });
+}
+
+extern "C" void mlb_onnx_options_destroy(mlb_onnx_options* options) noexcept { delete options; }
+
+extern "C" mlb_status mlb_onnx_options_set_dim_value(mlb_onnx_options* options, const char* dim_param, int64_t value,
+                                                     mlb_error** error) noexcept {
+  return guardError(error, [&]() -> Status {
+    if (!options || !dim_param) return nullArgument("mlb_onnx_options_set_dim_value", "options and dim_param");
+    if (!*dim_param) return invalidArgument("the symbolic dimension name must not be empty");
+    if (value < 0)
+      return invalidArgument(std::string("dimension '") + dim_param + "' must not be negative, got " +
+                             std::to_string(value));
+    for (auto& dv : options->options.dimValues) {
+      if (dv.first == dim_param) {
+        dv.second = value;
+        return Status::OK();
+      }
+    }
+    options->options.dimValues.emplace_back(dim_param, value);
+    return Status::OK();
+  });
+}
+
+extern "C" mlb_status mlb_onnx_options_set_default_dim_value(mlb_onnx_options* options, int64_t value,
+                                                             mlb_error** error) noexcept {
+  return guardError(error, [&]() -> Status {
+    if (!options) return nullArgument("mlb_onnx_options_set_default_dim_value", "options");
+    if (value < 0) return invalidArgument("the default dimension must not be negative, got " + std::to_string(value));
+    options->options.defaultDimValue = value;
+    return Status::OK();
+  });
+}
+
+extern "C" mlb_status mlb_onnx_options_set_allow_newer_opsets(mlb_onnx_options* options, int enable,
+                                                              mlb_error** error) noexcept {
+  return guardError(error, [&]() -> Status {
+    if (!options) return nullArgument("mlb_onnx_options_set_allow_newer_opsets", "options");
+    options->options.allowNewerOpsets = enable != 0;
+    return Status::OK();
+  });
+}
+
+extern "C" mlb_status mlb_onnx_options_set_portable_kernels(mlb_onnx_options* options, int enable,
+                                                            mlb_error** error) noexcept {
+  return guardError(error, [&]() -> Status {
+    if (!options) return nullArgument("mlb_onnx_options_set_portable_kernels", "options");
+    options->options.portableKernels = enable != 0;
+    return Status::OK();
+  });
+}
+
+// ---- models ----------------------------------------------------------------
+
+extern "C" mlb_status mlb_onnx_model_load(const char* path, const mlb_onnx_options* options, mlb_onnx_model** model,
+                                          mlb_error** error) noexcept {
+  return guardError(error, [&]() -> Status {
+    if (!path || !model) return nullArgument("mlb_onnx_model_load", "path and model");
+#if defined(MLBRIDGE_HAVE_ENGINE)
+    return wrapModel(OnnxModel::load(path, options ? options->options : OnnxLoadOptions()), model);
+#else
+    (void)options;
+    return noEngine();
+#endif
+  });
+}
+
+extern "C" mlb_status mlb_onnx_model_load_from_memory(const void* data, size_t size, const mlb_onnx_options* options,
+                                                      mlb_onnx_model** model, mlb_error** error) noexcept {
+  return guardError(error, [&]() -> Status {
+    if ((!data && size) || !model) return nullArgument("mlb_onnx_model_load_from_memory", "data and model");
+#if defined(MLBRIDGE_HAVE_ENGINE)
+    return wrapModel(OnnxModel::loadFromMemory(data, size, options ? options->options : OnnxLoadOptions()), model);
+#else
+    (void)options;
+    return noEngine();
+#endif
+  });
+}
+
+extern "C" void mlb_onnx_model_destroy(mlb_onnx_model* model) noexcept { delete model; }
+
+extern "C" mlb_status mlb_onnx_model_input_count(const mlb_onnx_model* model, size_t* count,
+                                                 mlb_error** error) noexcept {
+  return guardError(error, [&]() -> Status {
+    if (!model || !count) return nullArgument("mlb_onnx_model_input_count", "model and count");
+    *count = model->inputs.size();
+    return Status::OK();
+  });
+}
+
+extern "C" mlb_status mlb_onnx_model_output_count(const mlb_onnx_model* model, size_t* count,
+                                                  mlb_error** error) noexcept {
+  return guardError(error, [&]() -> Status {
+    if (!model || !count) return nullArgument("mlb_onnx_model_output_count", "model and count");
+    *count = model->outputs.size();
+    return Status::OK();
+  });
+}
+
+extern "C" mlb_status mlb_onnx_model_input_spec(const mlb_onnx_model* model, size_t index, const mlb_spec** spec,
+                                                mlb_error** error) noexcept {
+  return guardError(error, [&]() -> Status {
+    if (!model || !spec) return nullArgument("mlb_onnx_model_input_spec", "model and spec");
+    return specAt(model->inputs, index, "input", spec);
+  });
+}
+
+extern "C" mlb_status mlb_onnx_model_output_spec(const mlb_onnx_model* model, size_t index, const mlb_spec** spec,
+                                                 mlb_error** error) noexcept {
+  return guardError(error, [&]() -> Status {
+    if (!model || !spec) return nullArgument("mlb_onnx_model_output_spec", "model and spec");
+    return specAt(model->outputs, index, "output", spec);
+  });
+}
+
+// ---- runners ---------------------------------------------------------------
+
+extern "C" mlb_status mlb_onnx_runner_create(const mlb_onnx_model* model, const mlb_spec* const* features,
+                                             size_t feature_count, const mlb_spec* const* advice,
+                                             size_t advice_count, mlb_runner** runner, mlb_error** error) noexcept {
+  return guardError(error, [&]() -> Status {
+    if (!model || !runner) return nullArgument("mlb_onnx_runner_create", "model and runner");
+    std::vector<TensorSpec> f, a;
+    MLBRIDGE_RETURN_IF_ERROR(mlbridge::capi::collectSpecs(features, feature_count, "feature", &f));
+    MLBRIDGE_RETURN_IF_ERROR(mlbridge::capi::collectSpecs(advice, advice_count, "advice", &a));
+#if defined(MLBRIDGE_HAVE_ENGINE)
+    auto created = mlbridge::NativeModelRunner::create(model->model, std::move(f), std::move(a));
+    if (!created.ok()) return created.status();
+    return mlbridge::capi::wrapRunner(std::move(*created), "onnx", runner);
+#else
+    return noEngine();
+#endif
+  });
+}

@@ -1,0 +1,244 @@
+#include "mlbridge/grpc_runner.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <random>
+#include <thread>
+
+#include "grpc/common.h"
+#include "mlbridge/v1/service.grpc.pb.h"
+
+namespace mlbridge {
+
+namespace pb = ::mlbridge::v1;
+using grpcimpl::fromGrpc;
+using Clock = std::chrono::steady_clock;
+using Ms = std::chrono::milliseconds;
+
+struct GrpcChannel::Impl {
+  GrpcRunnerOptions options;
+  std::shared_ptr<grpc::Channel> channel;
+  std::unique_ptr<pb::ModelService::Stub> stub;
+  std::string bearer;
+  std::string where;  // " (model server at ADDRESS)"
+
+  int jittered(int backoffMs) {
+    thread_local std::mt19937 rng(std::random_device{}());
+    std::uniform_int_distribution<int> d(backoffMs / 2, std::max(backoffMs, 1));
+    return d(rng);
+  }
+
+  // One RPC with the deadline, the token and the retry policy. `f(ctx)`
+  // performs one attempt.
+  template <class F>
+  Status call(const char* op, bool retry, F&& f) {
+    const GrpcRetryPolicy& rp = options.retry;
+    Clock::time_point start = Clock::now();
+    Clock::time_point budgetEnd = start + Ms(rp.totalBudgetMs);
+    int backoff = std::max(1, rp.initialBackoffMs);
+    int attempts = 0;
+    for (;;) {
+      grpc::ClientContext ctx;
+      ctx.set_deadline(std::chrono::system_clock::now() + Ms(options.deadlineMs));
+      if (!bearer.empty()) ctx.AddMetadata(grpcimpl::kAuthKey, bearer);
+      grpc::Status s = f(ctx);
+      ++attempts;
+      if (s.ok()) return Status::OK();
+      if (s.error_code() == grpc::StatusCode::UNAVAILABLE) {
+        int pause = jittered(backoff);
+        Clock::time_point now = Clock::now();
+        if (retry && attempts < rp.maxAttempts && now + Ms(pause) < budgetEnd) {
+          std::this_thread::sleep_for(Ms(pause));
+          backoff = std::min(backoff * 2, std::max(1, rp.maxBackoffMs));
+          continue;
+        }
+        long long spent = std::chrono::duration_cast<Ms>(now - start).count();
+        return unavailable(std::string(op) + where + ": " + s.error_message() + " (gave up after " +
+                           std::to_string(attempts) + (attempts == 1 ? " attempt" : " attempts") + " in " +
+                           std::to_string(spent) + " ms; is the model server running?)");
+      }
+      if (s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED)
+        return deadlineExceeded(std::string(op) + where + ": no answer within " +
+                                std::to_string(options.deadlineMs) + " ms (deadline per call)");
+      return fromGrpc(s, std::string(op) + where);
+    }
+  }
+};
+
+GrpcChannel::GrpcChannel() : impl_(new Impl) {}
+GrpcChannel::~GrpcChannel() = default;
+const GrpcRunnerOptions& GrpcChannel::options() const { return impl_->options; }
+
+StatusOr<std::shared_ptr<GrpcChannel>> GrpcChannel::create(const GrpcRunnerOptions& options) {
+  if (options.address.empty()) return invalidArgument("GrpcRunnerOptions.address is empty: name the model server");
+  if (options.deadlineMs <= 0) return invalidArgument("GrpcRunnerOptions.deadlineMs must be positive");
+  const GrpcRetryPolicy& rp = options.retry;
+  if (rp.maxAttempts < 1 || rp.initialBackoffMs < 0 || rp.maxBackoffMs < 0 || rp.totalBudgetMs < 0)
+    return invalidArgument("GrpcRetryPolicy: maxAttempts >= 1 and non-negative times required");
+  std::shared_ptr<GrpcChannel> ch(new GrpcChannel());
+  Impl& m = *ch->impl_;
+  m.options = options;
+  m.where = " (model server at " + options.address + ")";
+  if (!options.token.empty()) m.bearer = "Bearer " + options.token;
+  std::shared_ptr<grpc::ChannelCredentials> creds;
+  grpc::ChannelArguments args;
+  if (options.tls.enabled) {
+    grpc::SslCredentialsOptions ssl;
+    if (!options.tls.rootCaPath.empty()) {
+      StatusOr<std::string> ca = grpcimpl::readFile(options.tls.rootCaPath, "TLS root CA");
+      if (!ca.ok()) return ca.status();
+      ssl.pem_root_certs = *ca;
+    }
+    if (!options.tls.certChainPath.empty() || !options.tls.privateKeyPath.empty()) {
+      StatusOr<std::string> cert = grpcimpl::readFile(options.tls.certChainPath, "TLS client certificate");
+      if (!cert.ok()) return cert.status();
+      StatusOr<std::string> key = grpcimpl::readFile(options.tls.privateKeyPath, "TLS client key");
+      if (!key.ok()) return key.status();
+      ssl.pem_cert_chain = *cert;
+      ssl.pem_private_key = *key;
+    }
+    creds = grpc::SslCredentials(ssl);
+    if (!options.tls.serverNameOverride.empty()) args.SetSslTargetNameOverride(options.tls.serverNameOverride);
+  } else {
+    creds = grpc::InsecureChannelCredentials();
+  }
+  int maxMsg = static_cast<int>(std::min<size_t>(options.maxMessageBytes, size_t(INT32_MAX)));
+  args.SetMaxReceiveMessageSize(maxMsg);
+  args.SetMaxSendMessageSize(maxMsg);
+  args.SetInt(GRPC_ARG_ENABLE_RETRIES, 0);  // our policy, not gRPC's
+  // gRPC's own reconnect backoff (1 s .. 120 s by default) must not outlast ours.
+  int initial = std::max(1, rp.initialBackoffMs);
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, initial);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, initial);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, std::max(initial, rp.maxBackoffMs));
+  // Each runner has its own subchannel unless it shares this GrpcChannel.
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  m.channel = grpc::CreateCustomChannel(options.address, creds, args);
+  if (!m.channel) return unavailable("cannot create a gRPC channel to " + options.address);
+  m.stub = pb::ModelService::NewStub(m.channel);
+  return ch;
+}
+
+Status GrpcChannel::shutdownServer(const std::string& reason) {
+  pb::ShutdownRequest req;
+  req.set_reason(reason);
+  pb::ShutdownReply rep;
+  return impl_->call("Shutdown", true,
+                     [&](grpc::ClientContext& ctx) { return impl_->stub->Shutdown(&ctx, req, &rep); });
+}
+
+// ---- the runner -----------------------------------------------------------------
+struct GrpcModelRunner::Impl {
+  pb::EvaluateRequest req;   // reused: names, dtypes and shapes are set once
+  pb::EvaluateReply reply;
+  std::string context;
+  bool contextPending = false;
+  int64_t nextId = 0;
+  Status broken;             // first transport error; later calls report it
+  bool open = false;
+};
+
+GrpcModelRunner::GrpcModelRunner(std::vector<TensorSpec> features, std::vector<TensorSpec> advice,
+                                 std::shared_ptr<GrpcChannel> channel)
+    : ModelRunner(std::move(features), std::move(advice)), impl_(new Impl), channel_(std::move(channel)) {}
+
+GrpcModelRunner::~GrpcModelRunner() { (void)finish(); }
+
+StatusOr<std::unique_ptr<GrpcModelRunner>> GrpcModelRunner::create(std::vector<TensorSpec> features,
+                                                                   std::vector<TensorSpec> advice,
+                                                                   const GrpcRunnerOptions& options) {
+  StatusOr<std::shared_ptr<GrpcChannel>> ch = GrpcChannel::create(options);
+  if (!ch.ok()) return ch.status();
+  return create(std::move(features), std::move(advice), *ch);
+}
+
+StatusOr<std::unique_ptr<GrpcModelRunner>> GrpcModelRunner::create(std::vector<TensorSpec> features,
+                                                                   std::vector<TensorSpec> advice,
+                                                                   std::shared_ptr<GrpcChannel> channel) {
+  if (!channel) return invalidArgument("GrpcModelRunner::create: no channel");
+  std::unique_ptr<GrpcModelRunner> r(new GrpcModelRunner(std::move(features), std::move(advice), std::move(channel)));
+  MLBRIDGE_RETURN_IF_ERROR(r->initBuffers());
+  pb::Observation* obs = r->impl_->req.mutable_observation();
+  for (const TensorSpec& s : r->inputSpecs()) grpcimpl::prepareTensor(obs->add_tensors(), s);
+  MLBRIDGE_RETURN_IF_ERROR(r->open());
+  return r;
+}
+
+Status GrpcModelRunner::open() {
+  GrpcChannel::Impl& ch = channel_->impl();
+  pb::OpenSessionRequest req;
+  grpcimpl::fillHeader(req.mutable_header(), inputSpecs(), outputSpecs());
+  req.set_client(ch.options.clientName);
+  pb::OpenSessionReply rep;
+  Status s = ch.call("OpenSession", true,
+                     [&](grpc::ClientContext& ctx) { return ch.stub->OpenSession(&ctx, req, &rep); });
+  if (!s.ok()) return s;
+  if (rep.version() != grpcimpl::kSchemaVersion)
+    return failedPrecondition("schema version mismatch: the model server speaks mlbridge protocol " +
+                              std::to_string(rep.version()) + ", this compiler " +
+                              std::to_string(grpcimpl::kSchemaVersion));
+  session_ = rep.session();
+  impl_->req.set_session(session_);
+  impl_->open = true;
+  return Status::OK();
+}
+
+Status GrpcModelRunner::evaluateImpl() {
+  Impl& m = *impl_;
+  if (!m.broken.ok()) return failedPrecondition("the session is broken by an earlier error: " + m.broken.toString());
+  GrpcChannel::Impl& ch = channel_->impl();
+  int64_t id = m.nextId++;
+  pb::Observation* obs = m.req.mutable_observation();
+  obs->set_id(id);
+  Span<const TensorRef> in = inputRefs();
+  for (size_t i = 0; i < in.size(); ++i) grpcimpl::setTensorData(obs->mutable_tensors(static_cast<int>(i)), in[i]);
+  Status s;
+  for (int round = 0; round < 2; ++round) {
+    if (m.contextPending) m.req.mutable_context()->set_name(m.context);
+    else m.req.clear_context();
+    s = ch.call("Evaluate", true,
+                [&](grpc::ClientContext& ctx) { return ch.stub->Evaluate(&ctx, m.req, &m.reply); });
+    // The server lost the session (it restarted): open a new one, once.
+    if (s.code() != StatusCode::kNotFound || round == 1) break;
+    Status reopened = open();
+    if (!reopened.ok()) {
+      s = reopened;
+      break;
+    }
+    m.contextPending = !m.context.empty();
+  }
+  if (!s.ok()) {
+    if (s.code() == StatusCode::kUnavailable || s.code() == StatusCode::kDeadlineExceeded ||
+        s.code() == StatusCode::kPermissionDenied || s.code() == StatusCode::kNotFound)
+      m.broken = s;
+    return s;
+  }
+  m.contextPending = false;
+  return grpcimpl::readReply(m.reply.reply(), id, outputRefs(), "the model");
+}
+
+Status GrpcModelRunner::setContextImpl(std::string_view name) {
+  Impl& m = *impl_;
+  if (!m.broken.ok()) return failedPrecondition("the session is broken by an earlier error: " + m.broken.toString());
+  // Sent with the next observation: no extra round trip.
+  m.context.assign(name.data(), name.size());
+  m.contextPending = true;
+  m.nextId = 0;
+  return Status::OK();
+}
+
+Status GrpcModelRunner::finishImpl() {
+  Impl& m = *impl_;
+  if (!m.open || !m.broken.ok()) return Status::OK();
+  m.open = false;
+  GrpcChannel::Impl& ch = channel_->impl();
+  pb::CloseSessionRequest req;
+  req.set_session(session_);
+  pb::CloseSessionReply rep;
+  return ch.call("CloseSession", false,
+                 [&](grpc::ClientContext& ctx) { return ch.stub->CloseSession(&ctx, req, &rep); });
+}
+
+}  // namespace mlbridge
