@@ -19,6 +19,10 @@ echo "== g++ with ASan + UBSan: C++ tests"
 "$root/scripts/build.sh" "$root/build-asan" -DCMAKE_BUILD_TYPE=Debug -DMLBRIDGE_SANITIZE=address,undefined -DMLBRIDGE_BUILD_TOOLS=OFF
 (cd "$root/build-asan" && ctest --output-on-failure -j2 -R '^cpp\.|noexcept')
 
+echo "== g++ with ThreadSanitizer: one ONNX model evaluated from many threads, pipe runner threads"
+"$root/scripts/build.sh" "$root/build-tsan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMLBRIDGE_SANITIZE=thread -DMLBRIDGE_BUILD_TOOLS=OFF
+(cd "$root/build-tsan" && ctest --output-on-failure -j2 -R '^cpp\.(Engine|PipeRunner|Formats)')
+
 echo "== install, then build consumers with find_package(MLBridge) and pkg-config"
 prefix=$(mktemp -d)
 trap 'rm -rf "$prefix"' EXIT

@@ -6,6 +6,7 @@
 #include "mlbridge/feature.h"
 #include "mlbridge/log.h"
 #include "mlbridge/model_runner.h"
+#include "mlbridge/onnx_runner.h"
 #include "mlbridge/pipe_runner.h"
 #include "mlbridge/rl.h"
 #include "mlbridge/span.h"

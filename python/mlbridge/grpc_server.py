@@ -19,7 +19,8 @@ import sys
 import threading
 import time
 from concurrent import futures
-from typing import Any, Callable, Dict, Iterable, List, Optional, Union
+from collections.abc import Mapping
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Union
 
 import grpc
 
@@ -43,14 +44,47 @@ _FMT = ProtobufFormat()
 class _Live:
     """Per-session state: the stats object, the policy and its lock."""
 
-    __slots__ = ("session", "policy", "lock", "names", "last")
+    __slots__ = ("session", "policy", "lock", "names", "index", "last", "zeros")
 
     def __init__(self, session: Session, policy: Any, lock: Any) -> None:
         self.session = session
         self.policy = policy
         self.lock = lock
         self.names = tuple(s.name for s in session.features)
+        self.index = {n: i for i, n in enumerate(self.names)}
         self.last = time.monotonic()
+        self.zeros: Any = None
+
+
+class _LazyTensors(Mapping):
+    """Feature name -> array, decoded on first access (a policy that reads a
+    few features of many pays for those only)."""
+
+    __slots__ = ("_items", "_index", "_cache", "_where")
+
+    def __init__(self, items: Any, index: Dict[str, int], where: str) -> None:
+        self._items = items
+        self._index = index
+        self._cache: Dict[str, Any] = {}
+        self._where = where
+
+    def __getitem__(self, name: str) -> Any:
+        arr = self._cache.get(name)
+        if arr is None:
+            tname, arr = _tensor(self._items[self._index[name]], self._where)
+            if tname != name:
+                raise ProtocolError(f"{self._where}: tensor {tname!r} where the header has {name!r}")
+            self._cache[name] = arr
+        return arr
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._index
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._index)
+
+    def __len__(self) -> int:
+        return len(self._index)
 
 
 class _NoLock:
@@ -131,6 +165,8 @@ class GrpcServer:
             # Replies are serialized by hand (bytes of Message{reply}).
             "Evaluate": grpc.unary_unary_rpc_method_handler(
                 self._evaluate, request_deserializer=spb.EvaluateRequest.FromString),
+            "EvaluateStream": grpc.stream_stream_rpc_method_handler(
+                self._evaluate_stream, request_deserializer=spb.EvaluateRequest.FromString),
             "CloseSession": grpc.unary_unary_rpc_method_handler(
                 self._close, request_deserializer=spb.CloseSessionRequest.FromString,
                 response_serializer=spb.CloseSessionReply.SerializeToString),
@@ -249,6 +285,16 @@ class GrpcServer:
     def _evaluate(self, req: Any, context: grpc.ServicerContext) -> bytes:
         if self._token is not None:
             _c.check_token(context, self._token)
+        return self._evaluate_one(req, context)
+
+    def _evaluate_stream(self, requests: Any, context: grpc.ServicerContext) -> Any:
+        if self._token is not None:
+            _c.check_token(context, self._token)
+        one = self._evaluate_one
+        for req in requests:
+            yield one(req, context)
+
+    def _evaluate_one(self, req: Any, context: grpc.ServicerContext) -> bytes:
         lv = self._live.get(req.session)
         if lv is None:
             context.abort(grpc.StatusCode.NOT_FOUND,
@@ -275,12 +321,7 @@ class GrpcServer:
             if len(items) != len(lv.names):
                 raise ProtocolError(f"observation {oid} has {len(items)} tensors, the header has "
                                     f"{len(lv.names)} features")
-            tensors = {}
-            for t, name in zip(items, lv.names):
-                tname, arr = _tensor(t, f"observation {oid}")
-                if tname != name:
-                    raise ProtocolError(f"observation {oid}: tensor {tname!r} where the header has {name!r}")
-                tensors[tname] = arr
+            tensors = _LazyTensors(items, lv.index, f"observation {oid}")
             obs = Observation(oid, sess.context, sess, tensors)
             with lv.lock:
                 answer = lv.policy(obs)
@@ -361,9 +402,22 @@ def main(argv: Optional[List[str]] = None) -> int:
         def __call__(self, obs: Observation) -> Any:
             return "not a number"
 
+    class Floor(GrpcServer):
+        """Benchmark floor: gRPC and protobuf parsing only; zero advice, no policy."""
+
+        def _evaluate_one(self, req: Any, context: grpc.ServicerContext) -> bytes:
+            lv = self._live.get(req.session)
+            if lv is None:
+                context.abort(grpc.StatusCode.NOT_FOUND, "unknown session")
+            zeros = getattr(lv, "zeros", None)
+            if zeros is None:
+                zeros = [np.zeros(s.shape, s.np_dtype) for s in lv.session.advice]
+                lv.zeros = zeros  # type: ignore[attr-defined]
+            return _FMT.reply_payload(req.observation.id, lv.session.advice, zeros)
+
     p = argparse.ArgumentParser(prog="python -m mlbridge.grpc_server")
     p.add_argument("--address", default="127.0.0.1:0")
-    p.add_argument("--model", default="const", choices=["fc", "const", "echo", "raise", "sleep", "wrong"])
+    p.add_argument("--model", default="const", choices=["fc", "const", "echo", "raise", "sleep", "wrong", "raw"])
     p.add_argument("--value", type=float, default=0)
     p.add_argument("--sleep", type=float, default=5.0)
     p.add_argument("--token", default=None)
@@ -374,9 +428,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     args = p.parse_args(argv)
     factories: Dict[str, Callable[[], Any]] = {
         "fc": FcModel, "const": lambda: ConstModel(args.value), "echo": EchoModel,
-        "raise": Raise, "sleep": lambda: Sleep(args.sleep), "wrong": WrongDtype}
+        "raise": Raise, "sleep": lambda: Sleep(args.sleep), "wrong": WrongDtype, "raw": ConstModel}
     tls = ServerTLS(args.tls_cert, args.tls_key, args.tls_client_ca) if args.tls_cert else None
-    server = GrpcServer(factories[args.model], args.address, per_session=True, token=args.token, tls=tls,
+    cls = Floor if args.model == "raw" else GrpcServer
+    server = cls(factories[args.model], args.address, per_session=True, token=args.token, tls=tls,
                         max_workers=args.max_workers)
     server.start()
 

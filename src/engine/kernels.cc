@@ -485,7 +485,10 @@ T unaryFloat(UnaryOp op, T x, T a, T b) {
     case UnaryOp::kTanh: return std::tanh(x);
     case UnaryOp::kSigmoid: return sigmoidScalar(x);
     case UnaryOp::kExp: return std::exp(x);
-    case UnaryOp::kClip: return x < a ? a : (b < x ? b : x);
+    case UnaryOp::kClip: {  // min(max(x, lo), hi), as numpy and ONNX Runtime (also when lo > hi)
+      T v = x < a ? a : x;
+      return b < v ? b : v;
+    }
     case UnaryOp::kHardSigmoid: {
       T v = x * a + b;
       return v < 0 ? T(0) : (v > 1 ? T(1) : v);
@@ -546,7 +549,10 @@ const char* unaryIntKernel(const void* pv, void* const* slots) {
     case UnaryOp::kClip: {
       // Bounds were range-checked for T at load.
       const T lo = static_cast<T>(p.ilo), hi = static_cast<T>(p.ihi);
-      for (size_t i = 0; i < n; ++i) y[i] = x[i] < lo ? lo : (hi < x[i] ? hi : x[i]);
+      for (size_t i = 0; i < n; ++i) {
+        T v = x[i] < lo ? lo : x[i];
+        y[i] = hi < v ? hi : v;
+      }
       break;
     }
     default: return "unsupported integer unary op";

@@ -30,20 +30,17 @@ struct GrpcChannel::Impl {
     return d(rng);
   }
 
-  // One RPC with the deadline, the token and the retry policy. `f(ctx)`
-  // performs one attempt.
+  // Retries `attempt()` (one try, returning a grpc::Status) on UNAVAILABLE
+  // with bounded exponential backoff and jitter.
   template <class F>
-  Status call(const char* op, bool retry, F&& f) {
+  Status retrying(const char* op, bool retry, F&& attempt) {
     const GrpcRetryPolicy& rp = options.retry;
     Clock::time_point start = Clock::now();
     Clock::time_point budgetEnd = start + Ms(rp.totalBudgetMs);
     int backoff = std::max(1, rp.initialBackoffMs);
     int attempts = 0;
     for (;;) {
-      grpc::ClientContext ctx;
-      ctx.set_deadline(std::chrono::system_clock::now() + Ms(options.deadlineMs));
-      if (!bearer.empty()) ctx.AddMetadata(grpcimpl::kAuthKey, bearer);
-      grpc::Status s = f(ctx);
+      grpc::Status s = attempt();
       ++attempts;
       if (s.ok()) return Status::OK();
       if (s.error_code() == grpc::StatusCode::UNAVAILABLE) {
@@ -64,6 +61,17 @@ struct GrpcChannel::Impl {
                                 std::to_string(options.deadlineMs) + " ms (deadline per call)");
       return fromGrpc(s, std::string(op) + where);
     }
+  }
+
+  // One unary RPC with the deadline, the token and the retry policy.
+  template <class F>
+  Status call(const char* op, bool retry, F&& f) {
+    return retrying(op, retry, [&] {
+      grpc::ClientContext ctx;
+      ctx.set_deadline(std::chrono::system_clock::now() + Ms(options.deadlineMs));
+      if (!bearer.empty()) ctx.AddMetadata(grpcimpl::kAuthKey, bearer);
+      return f(ctx);
+    });
   }
 };
 
@@ -129,8 +137,111 @@ Status GrpcChannel::shutdownServer(const std::string& reason) {
                      [&](grpc::ClientContext& ctx) { return impl_->stub->Shutdown(&ctx, req, &rep); });
 }
 
+// ---- one EvaluateStream call ------------------------------------------------------
+// Its own completion queue, so every wait is bounded by the per-call deadline.
+class EvalStream {
+ public:
+  EvalStream() = default;
+  EvalStream(const EvalStream&) = delete;
+  EvalStream& operator=(const EvalStream&) = delete;
+  ~EvalStream() {
+    if (rw_ && !finished_) {
+      ctx_.TryCancel();
+      drain();
+      rw_->Finish(&status_, tag(kFinish));
+      ++outstanding_;
+    }
+    cq_.Shutdown();
+    void* t;
+    bool ok;
+    while (cq_.Next(&t, &ok)) {
+    }
+  }
+
+  bool dead() const { return finished_; }
+
+  grpc::Status start(pb::ModelService::Stub* stub, const std::string& bearer, int deadlineMs) {
+    if (!bearer.empty()) ctx_.AddMetadata(grpcimpl::kAuthKey, bearer);
+    rw_ = stub->PrepareAsyncEvaluateStream(&ctx_, &cq_);
+    rw_->StartCall(tag(kStart));
+    ++outstanding_;
+    bool ok = false;
+    if (!waitAll(deadlineMs, &ok)) return timedOut();
+    if (!ok) return finish();
+    return grpc::Status::OK;
+  }
+
+  // One request, one reply.
+  grpc::Status exchange(const pb::EvaluateRequest& req, pb::EvaluateReply* rep, int deadlineMs) {
+    rw_->Write(req, tag(kWrite));
+    rw_->Read(rep, tag(kRead));
+    outstanding_ += 2;
+    bool ok = false;
+    if (!waitAll(deadlineMs, &ok)) return timedOut();
+    if (!ok) return finish();
+    return grpc::Status::OK;
+  }
+
+ private:
+  enum Tag : intptr_t { kStart = 1, kWrite, kRead, kFinish };
+  static void* tag(Tag t) { return reinterpret_cast<void*>(static_cast<intptr_t>(t)); }
+
+  // Waits for every outstanding operation; false on the deadline. `allOk`:
+  // every one succeeded.
+  bool waitAll(int deadlineMs, bool* allOk) {
+    *allOk = true;
+    auto deadline = std::chrono::system_clock::now() + Ms(deadlineMs);
+    while (outstanding_ > 0) {
+      void* t;
+      bool ok = false;
+      grpc::CompletionQueue::NextStatus st = cq_.AsyncNext(&t, &ok, deadline);
+      if (st == grpc::CompletionQueue::TIMEOUT) return false;
+      if (st == grpc::CompletionQueue::SHUTDOWN) {
+        *allOk = false;
+        outstanding_ = 0;
+        return true;
+      }
+      --outstanding_;
+      if (!ok) *allOk = false;
+    }
+    return true;
+  }
+  void drain() {
+    while (outstanding_ > 0) {
+      void* t;
+      bool ok;
+      if (!cq_.Next(&t, &ok)) break;
+      --outstanding_;
+    }
+  }
+  // After a failed operation: the call's status (why the stream broke).
+  grpc::Status finish() {
+    drain();
+    rw_->Finish(&status_, tag(kFinish));
+    ++outstanding_;
+    drain();
+    finished_ = true;
+    if (status_.ok()) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the model server ended the stream");
+    return status_;
+  }
+  grpc::Status timedOut() {
+    ctx_.TryCancel();
+    (void)finish();
+    return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "deadline exceeded");
+  }
+
+  grpc::ClientContext ctx_;
+  grpc::CompletionQueue cq_;
+  std::unique_ptr<grpc::ClientAsyncReaderWriter<pb::EvaluateRequest, pb::EvaluateReply>> rw_;
+  grpc::Status status_;
+  int outstanding_ = 0;
+  bool finished_ = false;
+};
+
 // ---- the runner -----------------------------------------------------------------
 struct GrpcModelRunner::Impl {
+  std::unique_ptr<EvalStream> stream;
+  bool noStream = false;
   pb::EvaluateRequest req;   // reused: names, dtypes and shapes are set once
   pb::EvaluateReply reply;
   std::string context;
@@ -198,8 +309,30 @@ Status GrpcModelRunner::evaluateImpl() {
   for (int round = 0; round < 2; ++round) {
     if (m.contextPending) m.req.mutable_context()->set_name(m.context);
     else m.req.clear_context();
-    s = ch.call("Evaluate", true,
-                [&](grpc::ClientContext& ctx) { return ch.stub->Evaluate(&ctx, m.req, &m.reply); });
+    if (ch.options.streaming && !m.noStream) {
+      s = ch.retrying("Evaluate", true, [&] {
+        if (!m.stream || m.stream->dead()) {
+          m.stream.reset(new EvalStream);
+          grpc::Status st = m.stream->start(ch.stub.get(), ch.bearer, ch.options.deadlineMs);
+          if (!st.ok()) {
+            m.stream.reset();
+            return st;
+          }
+        }
+        grpc::Status st = m.stream->exchange(m.req, &m.reply, ch.options.deadlineMs);
+        if (!st.ok()) m.stream.reset();
+        return st;
+      });
+      // A server without EvaluateStream (a hand-written ModelService): unary calls.
+      if (s.code() == StatusCode::kUnimplemented) {
+        m.noStream = true;
+        --round;
+        continue;
+      }
+    } else {
+      s = ch.call("Evaluate", true,
+                  [&](grpc::ClientContext& ctx) { return ch.stub->Evaluate(&ctx, m.req, &m.reply); });
+    }
     // The server lost the session (it restarted): open a new one, once.
     if (s.code() != StatusCode::kNotFound || round == 1) break;
     Status reopened = open();
@@ -231,6 +364,7 @@ Status GrpcModelRunner::setContextImpl(std::string_view name) {
 
 Status GrpcModelRunner::finishImpl() {
   Impl& m = *impl_;
+  m.stream.reset();  // ends the stream (the server's loop sees it end)
   if (!m.open || !m.broken.ok()) return Status::OK();
   m.open = false;
   GrpcChannel::Impl& ch = channel_->impl();

@@ -48,6 +48,11 @@ class ModelServiceStub:
                 request_serializer=mlbridge_dot_v1_dot_service__pb2.EvaluateRequest.SerializeToString,
                 response_deserializer=mlbridge_dot_v1_dot_service__pb2.EvaluateReply.FromString,
                 _registered_method=True)
+        self.EvaluateStream = channel.stream_stream(
+                '/mlbridge.v1.ModelService/EvaluateStream',
+                request_serializer=mlbridge_dot_v1_dot_service__pb2.EvaluateRequest.SerializeToString,
+                response_deserializer=mlbridge_dot_v1_dot_service__pb2.EvaluateReply.FromString,
+                _registered_method=True)
         self.CloseSession = channel.unary_unary(
                 '/mlbridge.v1.ModelService/CloseSession',
                 request_serializer=mlbridge_dot_v1_dot_service__pb2.CloseSessionRequest.SerializeToString,
@@ -83,6 +88,14 @@ class ModelServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def EvaluateStream(self, request_iterator, context):
+        """The same on one stream per session (the C++ runner's hot path: no call
+        set-up per decision). Requests and replies alternate, one reply per request.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def CloseSession(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -106,6 +119,11 @@ def add_ModelServiceServicer_to_server(servicer, server):
             ),
             'Evaluate': grpc.unary_unary_rpc_method_handler(
                     servicer.Evaluate,
+                    request_deserializer=mlbridge_dot_v1_dot_service__pb2.EvaluateRequest.FromString,
+                    response_serializer=mlbridge_dot_v1_dot_service__pb2.EvaluateReply.SerializeToString,
+            ),
+            'EvaluateStream': grpc.stream_stream_rpc_method_handler(
+                    servicer.EvaluateStream,
                     request_deserializer=mlbridge_dot_v1_dot_service__pb2.EvaluateRequest.FromString,
                     response_serializer=mlbridge_dot_v1_dot_service__pb2.EvaluateReply.SerializeToString,
             ),
@@ -176,6 +194,33 @@ class ModelService:
             request,
             target,
             '/mlbridge.v1.ModelService/Evaluate',
+            mlbridge_dot_v1_dot_service__pb2.EvaluateRequest.SerializeToString,
+            mlbridge_dot_v1_dot_service__pb2.EvaluateReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def EvaluateStream(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/mlbridge.v1.ModelService/EvaluateStream',
             mlbridge_dot_v1_dot_service__pb2.EvaluateRequest.SerializeToString,
             mlbridge_dot_v1_dot_service__pb2.EvaluateReply.FromString,
             options,

@@ -1,0 +1,360 @@
+// The gRPC runner in mlbridge-bench: `mlbridge-bench rtt|latency|throughput --runner grpc`.
+//
+// Entry point: mlbridgeBenchGrpc(argc, argv), called by bench/mlbridge_bench.cc
+// for --runner grpc (see bench/grpc.cmake); built alone as mlbridge-bench-grpc.
+// Same CLI and JSON summary as the pipe runner:
+//   rtt        the paper's experiment (float32 vectors of 500..50,000, one FC layer in numpy)
+//   latency    38 int64 features, one int64 advice, N iterations
+//   throughput W compiler threads (own connection and session each, --workers, default 16)
+//              against one Python model server for --seconds S: decisions/s
+// The floor beside each result: the same gRPC calls answered by a handler
+// that returns prebuilt reply bytes without decoding anything (what gRPC
+// itself costs, Python side included).
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "mlbridge/grpc_runner.h"
+#include "mlbridge/mlbridge.hpp"
+
+using namespace mlbridge;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+struct Options {
+  std::string mode, runner = "grpc", format = "protobuf", pin = "both", python = "python3";
+  int repeats = 5;
+  int iterations = 20000;
+  int workers = 16;
+  double seconds = 5;
+};
+
+struct Stats {
+  double totalMs = 0, p50Us = 0, p99Us = 0, meanUs = 0;
+  size_t calls = 0;
+  double decisionsPerSec = 0;
+};
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t i = static_cast<size_t>(p * (v.size() - 1) + 0.5);
+  return v[std::min(i, v.size() - 1)];
+}
+
+Stats summarize(const std::vector<std::vector<double>>& groups) {
+  Stats s;
+  std::vector<double> all;
+  for (const auto& calls : groups) {
+    if (groups.size() > 1) s.totalMs += percentile(calls, 0.5) / 1000.0;
+    else
+      for (double us : calls) s.totalMs += us / 1000.0;
+    all.insert(all.end(), calls.begin(), calls.end());
+  }
+  s.calls = all.size();
+  s.p50Us = percentile(all, 0.5);
+  s.p99Us = percentile(all, 0.99);
+  double sum = 0;
+  for (double x : all) sum += x;
+  s.meanUs = all.empty() ? 0 : sum / all.size();
+  return s;
+}
+
+void pinTo(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (cpu < 0) {
+    for (int i = 0; i < CPU_SETSIZE; ++i) CPU_SET(i, &set);
+  } else {
+    CPU_SET(cpu, &set);
+  }
+  sched_setaffinity(0, sizeof set, &set);
+}
+
+std::string pythonPathEnv() {
+  const char* old = std::getenv("PYTHONPATH");
+#ifdef MLBRIDGE_SOURCE_DIR
+  std::string src = std::string(MLBRIDGE_SOURCE_DIR) + "/python";
+  return old && *old ? src + ":" + old : src;
+#else
+  return old ? old : "";
+#endif
+}
+
+// The Python model server; its port from its ready line.
+struct Peer {
+  pid_t pid = -1;
+  int port = 0;
+  Peer(const Options& o, const std::string& model, int cpu, int maxWorkers) {
+    int fds[2];
+    if (pipe(fds) != 0) return;
+    pid = fork();
+    if (pid == 0) {
+      if (cpu >= 0) pinTo(cpu);
+      else pinTo(-1);
+      dup2(fds[1], 1);
+      close(fds[0]);
+      int devnull = open("/dev/null", O_RDONLY);
+      dup2(devnull, 0);
+      std::vector<std::string> args = {o.python, "-m", "mlbridge.grpc_server", "--model", model, "--max-workers",
+                                       std::to_string(maxWorkers)};
+      std::vector<char*> argv;
+      for (auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+      argv.push_back(nullptr);
+      execvp(argv[0], argv.data());
+      _exit(127);
+    }
+    close(fds[1]);
+    std::string line;
+    pollfd p{fds[0], POLLIN, 0};
+    while (line.find('\n') == std::string::npos && poll(&p, 1, 60000) > 0) {
+      char buf[256];
+      ssize_t n = read(fds[0], buf, sizeof buf);
+      if (n <= 0) break;
+      line.append(buf, static_cast<size_t>(n));
+    }
+    close(fds[0]);
+    size_t at = line.find("\"port\": ");
+    if (at != std::string::npos) port = std::atoi(line.c_str() + at + 8);
+  }
+  ~Peer() {
+    if (pid > 0) {
+      kill(pid, SIGKILL);
+      int st;
+      waitpid(pid, &st, 0);
+    }
+  }
+};
+
+GrpcRunnerOptions runnerOptions(int port) {
+  GrpcRunnerOptions o;
+  o.address = "127.0.0.1:" + std::to_string(port);
+  o.deadlineMs = 30000;
+  return o;
+}
+
+std::vector<TensorSpec> latencyFeatures() {
+  std::vector<TensorSpec> f;
+  for (int i = 0; i < 38; ++i) f.push_back(TensorSpec::create<int64_t>("f" + std::to_string(i), {1}));
+  return f;
+}
+
+Stats run(const Options& o, const std::string& model, int peerCpu, Status* error) {
+  int maxWorkers = o.mode == "throughput" ? o.workers : 4;
+  Peer peer(o, model, peerCpu, maxWorkers);
+  if (peer.port <= 0) {
+    *error = unavailable("the Python model server did not start (python3 -m mlbridge.grpc_server)");
+    return Stats();
+  }
+  std::vector<std::vector<double>> groups;
+  if (o.mode == "rtt") {
+    auto ch = GrpcChannel::create(runnerOptions(peer.port));
+    if (!ch.ok()) {
+      *error = ch.status();
+      return Stats();
+    }
+    std::vector<float> x(50000, 0.5f);
+    for (int64_t n = 500; n <= 50000 && error->ok(); n += 500) {
+      auto r = GrpcModelRunner::create({TensorSpec::create<float>("x", {n})}, {TensorSpec::create<float>("y", {1})},
+                                       *ch);
+      if (!r.ok()) {
+        *error = r.status();
+        break;
+      }
+      std::vector<double> calls;
+      for (int rep = 0; rep < o.repeats + 1; ++rep) {
+        auto t0 = Clock::now();
+        std::memcpy((*r)->getTensor<float>(0), x.data(), n * 4);
+        StatusOr<float> y = (*r)->evaluate<float>();
+        double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+        if (!y.ok()) {
+          *error = y.status();
+          break;
+        }
+        if (rep) calls.push_back(us);
+      }
+      groups.push_back(calls);
+    }
+    return summarize(groups);
+  }
+  if (o.mode == "latency") {
+    auto r = GrpcModelRunner::create(latencyFeatures(), {TensorSpec::create<int64_t>("inlining_decision", {1})},
+                                     runnerOptions(peer.port));
+    if (!r.ok()) {
+      *error = r.status();
+      return Stats();
+    }
+    std::vector<double> calls;
+    calls.reserve(o.iterations);
+    for (int i = 0; i < o.iterations + 500; ++i) {
+      auto t0 = Clock::now();
+      for (int k = 0; k < 38; ++k) *(*r)->getTensor<int64_t>(k) = 3;
+      StatusOr<int64_t> y = (*r)->evaluate<int64_t>();
+      double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+      if (!y.ok()) {
+        *error = y.status();
+        break;
+      }
+      if (i >= 500) calls.push_back(us);
+    }
+    groups.push_back(calls);
+    return summarize(groups);
+  }
+  // throughput: W threads, each its own channel (connection) and session.
+  std::vector<std::vector<double>> perThread(o.workers);
+  std::vector<Status> errors(o.workers);
+  std::atomic<bool> go{false}, stop{false};
+  std::atomic<int> ready{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < o.workers; ++t)
+    threads.emplace_back([&, t] {
+      auto r = GrpcModelRunner::create(latencyFeatures(), {TensorSpec::create<int64_t>("inlining_decision", {1})},
+                                       runnerOptions(peer.port));
+      ++ready;
+      if (!r.ok()) {
+        errors[t] = r.status();
+        return;
+      }
+      while (!go) std::this_thread::yield();
+      while (!stop) {
+        auto t0 = Clock::now();
+        for (int k = 0; k < 38; ++k) *(*r)->getTensor<int64_t>(k) = t;
+        StatusOr<int64_t> y = (*r)->evaluate<int64_t>();
+        if (!y.ok()) {
+          errors[t] = y.status();
+          return;
+        }
+        perThread[t].push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+      }
+    });
+  while (ready < o.workers) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  auto t0 = Clock::now();
+  go = true;
+  std::this_thread::sleep_for(std::chrono::duration<double>(o.seconds));
+  stop = true;
+  double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+  for (auto& th : threads) th.join();
+  for (const Status& s : errors)
+    if (!s.ok() && error->ok()) *error = s;
+  std::vector<double> all;
+  for (auto& v : perThread) all.insert(all.end(), v.begin(), v.end());
+  groups.push_back(all);
+  Stats s = summarize(groups);
+  s.decisionsPerSec = s.calls / secs;
+  return s;
+}
+
+std::string statsJson(const Stats& s) {
+  char buf[320];
+  std::snprintf(buf, sizeof buf,
+                "{\"total_ms\":%.3f,\"p50_us\":%.2f,\"p99_us\":%.2f,\"mean_us\":%.2f,\"calls\":%zu,"
+                "\"decisions_per_s\":%.1f}",
+                s.totalMs, s.p50Us, s.p99Us, s.meanUs, s.calls, s.decisionsPerSec);
+  return buf;
+}
+
+int usage() {
+  std::fprintf(stderr,
+               "usage: mlbridge-bench rtt|latency|throughput --runner grpc [--format protobuf]\n"
+               "                      [--repeats R] [--iterations N] [--workers W] [--seconds S]\n"
+               "                      [--pin both|none|same|cross] [--python PY]\n");
+  return 2;
+}
+
+}  // namespace
+
+int mlbridgeBenchGrpc(int argc, char** argv) {
+  if (argc < 2) return usage();
+  Options o;
+  o.mode = argv[1];
+  if (o.mode != "rtt" && o.mode != "latency" && o.mode != "throughput") return usage();
+  for (int i = 2; i + 1 < argc; i += 2) {
+    std::string a = argv[i], v = argv[i + 1];
+    if (a == "--runner") o.runner = v;
+    else if (a == "--format") o.format = v;
+    else if (a == "--repeats") o.repeats = std::max(1, std::atoi(v.c_str()));
+    else if (a == "--iterations") o.iterations = std::max(1, std::atoi(v.c_str()));
+    else if (a == "--workers") o.workers = std::max(1, std::atoi(v.c_str()));
+    else if (a == "--seconds") o.seconds = std::max(0.5, std::atof(v.c_str()));
+    else if (a == "--pin") o.pin = v;
+    else if (a == "--python") o.python = v;
+    else return usage();
+  }
+  if (o.runner != "grpc") return usage();
+  if (o.format != "protobuf") {
+    std::fprintf(stderr, "mlbridge-bench: the grpc runner carries protobuf messages only\n");
+    return 2;
+  }
+  setenv("PYTHONPATH", pythonPathEnv().c_str(), 1);
+  signal(SIGPIPE, SIG_IGN);
+  std::vector<std::string> placements;
+  if (o.mode == "throughput") placements = {"none"};  // all cores for W workers
+  else if (o.pin == "both") placements = {"cross", "same"};
+  else placements = {o.pin};
+  const std::string model = o.mode == "rtt" ? "fc" : "const";
+  std::string summary;
+  for (const std::string& place : placements) {
+    int selfCpu = place == "none" ? -1 : 0;
+    int peerCpu = place == "cross" ? 1 : place == "same" ? 0 : -1;
+    pinTo(selfCpu);
+    Status error;
+    Stats floor = run(o, "raw", peerCpu, &error);
+    if (error.ok()) {
+      Stats ours = run(o, model, peerCpu, &error);
+      if (!error.ok()) {
+        std::fprintf(stderr, "mlbridge-bench: %s\n", error.toString().c_str());
+        return 1;
+      }
+      double ratioTotal = floor.totalMs > 0 ? ours.totalMs / floor.totalMs : 0;
+      double ratioP50 = floor.p50Us > 0 ? ours.p50Us / floor.p50Us : 0;
+      if (o.mode == "throughput")
+        std::printf("%-10s %-6s grpc/protobuf  %d workers: %9.0f decisions/s  p50 %8.2f us  p99 %8.2f us   | "
+                    "floor (gRPC, no decoding): %9.0f decisions/s\n",
+                    o.mode.c_str(), place.c_str(), o.workers, ours.decisionsPerSec, ours.p50Us, ours.p99Us,
+                    floor.decisionsPerSec);
+      else
+        std::printf("%-8s %-6s grpc/protobuf  total %9.3f ms  p50 %8.2f us  p99 %8.2f us   | floor (gRPC, no "
+                    "decoding): total %9.3f ms  p50 %8.2f us   | ratio total %.2fx p50 %.2fx\n",
+                    o.mode.c_str(), place.c_str(), ours.totalMs, ours.p50Us, ours.p99Us, floor.totalMs, floor.p50Us,
+                    ratioTotal, ratioP50);
+      std::fflush(stdout);
+      char ratios[128];
+      std::snprintf(ratios, sizeof ratios, ",\"ratio_total\":%.3f,\"ratio_p50\":%.3f", ratioTotal, ratioP50);
+      std::string entry =
+          "\"" + place + "\":{\"result\":" + statsJson(ours) + ",\"floor\":" + statsJson(floor) + ratios + "}";
+      summary += (summary.empty() ? "" : ",") + entry;
+      if (&place == &placements.front()) {
+        std::string head = statsJson(ours);
+        head.pop_back();
+        summary = head.substr(1) + ",\"floor_total_ms\":" + std::to_string(floor.totalMs) +
+                  ",\"floor_p50_us\":" + std::to_string(floor.p50Us) + ",\"placement\":\"" + place + "\"" +
+                  (o.mode == "throughput" ? ",\"workers\":" + std::to_string(o.workers) : std::string()) + "," +
+                  entry;
+      }
+    } else {
+      std::fprintf(stderr, "mlbridge-bench: %s\n", error.toString().c_str());
+      return 1;
+    }
+  }
+  std::printf("{\"bench\":\"%s\",\"runner\":\"grpc\",\"format\":\"protobuf\",%s}\n", o.mode.c_str(),
+              summary.c_str());
+  return 0;
+}
+
+#ifdef MLBRIDGE_GRPC_BENCH_MAIN
+int main(int argc, char** argv) { return mlbridgeBenchGrpc(argc, argv); }
+#endif

@@ -1,0 +1,265 @@
+// ONNX Runtime through OnnxRuntimeRunner, against a plain C++ loop with the
+// same weights (bench/ort_bench.h). The models are written in memory
+// (tests/ort/onnx_builder.h): Gemm with transB=1 as torch.nn.Linear exports.
+//
+//   mlbridge-ort-bench [--iterations N] [--threads N]
+#include "ort_bench.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <random>
+#include <vector>
+
+#include "mlbridge/onnxruntime_runner.h"
+#include "onnx_builder.h"
+
+namespace mlbridge {
+namespace bench {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+namespace ox = onnxtest;
+
+struct Layer {
+  int in, out;
+  std::vector<float> w;   // [out][in] (Gemm transB=1)
+  std::vector<float> wt;  // [in][out], for the loop
+  std::vector<float> b;
+};
+
+Layer makeLayer(int in, int out, std::mt19937& rng) {
+  std::normal_distribution<float> nd(0.f, 1.f / std::sqrt(static_cast<float>(in)));
+  Layer l{in, out, std::vector<float>(size_t(in) * size_t(out)), std::vector<float>(size_t(in) * size_t(out)),
+          std::vector<float>(size_t(out))};
+  for (float& v : l.w) v = nd(rng);
+  for (float& v : l.b) v = nd(rng) * 0.1f;
+  for (int o = 0; o < out; ++o)
+    for (int i = 0; i < in; ++i) l.wt[size_t(i) * size_t(out) + size_t(o)] = l.w[size_t(o) * size_t(in) + size_t(i)];
+  return l;
+}
+
+__attribute__((noinline)) void dense(const Layer& l, const float* x, float* y) {
+  for (int o = 0; o < l.out; ++o) y[o] = l.b[size_t(o)];
+  for (int i = 0; i < l.in; ++i) {
+    const float xi = x[i];
+    const float* w = &l.wt[size_t(i) * size_t(l.out)];
+    for (int o = 0; o < l.out; ++o) y[o] += xi * w[o];
+  }
+}
+
+__attribute__((noinline)) void mlpLoop(const Layer* L, const float* x, float* out) {
+  float h1[64], h2[64], h3[15];
+  dense(L[0], x, h1);
+  for (float& v : h1) v = std::tanh(v);
+  dense(L[1], h1, h2);
+  for (float& v : h2) v = v > 0 ? v : 0;
+  dense(L[2], h2, h3);
+  float mx = h3[0], sum = 0;
+  for (float v : h3) mx = std::max(mx, v);
+  for (int i = 0; i < 15; ++i) sum += (out[i] = std::exp(h3[i] - mx));
+  for (int i = 0; i < 15; ++i) out[i] /= sum;
+}
+
+__attribute__((noinline)) float fcLoop(const float* x, const float* w, size_t n, float b) {
+  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  const size_t body = n / 8 * 8;
+  for (size_t i = 0; i < body; i += 8)
+    for (size_t k = 0; k < 8; ++k) acc[k] += x[i + k] * w[i + k];
+  float s = b;
+  for (size_t i = body; i < n; ++i) s += x[i] * w[i];
+  for (float a : acc) s += a;
+  return s;
+}
+
+struct Stats {
+  double p50 = 0, p99 = 0;
+};
+
+template <class F>
+Stats timeIt(F&& f, int iterations) {
+  const int kBatch = 64;
+  for (int i = 0; i < 1000; ++i) f();  // warm-up
+  std::vector<double> samples;
+  for (int s = 0; s < std::max(1, iterations / kBatch); ++s) {
+    auto t0 = Clock::now();
+    for (int i = 0; i < kBatch; ++i) f();
+    samples.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / kBatch);
+  }
+  std::sort(samples.begin(), samples.end());
+  Stats st;
+  st.p50 = samples[samples.size() / 2];
+  st.p99 = samples[std::min(samples.size() - 1, samples.size() * 99 / 100)];
+  return st;
+}
+
+// Allocations per call over `calls` calls (after warm-up), or -1.
+template <class F>
+double allocationsPerCall(const OrtBenchOptions& o, F&& f, int calls) {
+  if (!o.allocationCount) return -1;
+  for (int i = 0; i < 100; ++i) f();
+  long before = o.allocationCount();
+  for (int i = 0; i < calls; ++i) f();
+  return static_cast<double>(o.allocationCount() - before) / calls;
+}
+
+volatile float gSink;
+
+StatusOr<std::unique_ptr<OnnxRuntimeRunner>> makeRunner(const std::string& bytes, const OrtBenchOptions& o,
+                                                         TensorSpec in, TensorSpec out) {
+  OnnxRuntimeOptions ro;
+  ro.intraOpThreads = o.intraOpThreads;
+  StatusOr<std::shared_ptr<const OnnxRuntimeModel>> m = OnnxRuntimeModel::loadFromMemory(bytes.data(), bytes.size(), ro);
+  if (!m.ok()) return m.status();
+  return OnnxRuntimeRunner::create(*m, {std::move(in)}, {std::move(out)});
+}
+
+}  // namespace
+
+Status runOrtBench(const OrtBenchOptions& o, OrtBenchResult* result, std::FILE* out) {
+  OrtBenchResult res;
+  res.runtimeVersion = OnnxRuntimeModel::runtimeVersion();
+  std::mt19937 rng(42);
+  std::normal_distribution<float> nd(0.f, 1.f);
+
+  // ---- MLP 300 -> 64 tanh -> 64 relu -> 15 softmax ----
+  Layer L[3] = {makeLayer(300, 64, rng), makeLayer(64, 64, rng), makeLayer(64, 15, rng)};
+  ox::Graph g;
+  g.nodes = {ox::node("Gemm", {"x", "w1", "b1"}, {"h1"}, {ox::Attr::Int("transB", 1)}), ox::node("Tanh", {"h1"}, {"a1"}),
+             ox::node("Gemm", {"a1", "w2", "b2"}, {"h2"}, {ox::Attr::Int("transB", 1)}), ox::node("Relu", {"h2"}, {"a2"}),
+             ox::node("Gemm", {"a2", "w3", "b3"}, {"h3"}, {ox::Attr::Int("transB", 1)}),
+             ox::node("Softmax", {"h3"}, {"probs"}, {ox::Attr::Int("axis", -1)})};
+  for (int k = 0; k < 3; ++k) {
+    std::string n = std::to_string(k + 1);
+    g.initializers.push_back(ox::floatTensor("w" + n, {L[k].out, L[k].in}, L[k].w));
+    g.initializers.push_back(ox::floatTensor("b" + n, {L[k].out}, L[k].b));
+  }
+  g.inputs = {ox::valueInfo("x", ox::kFloat, {1, 300})};
+  g.outputs = {ox::valueInfo("probs", ox::kFloat, {1, 15})};
+  std::vector<float> x(300);
+  for (float& v : x) v = nd(rng);
+  float expected[15];
+  mlpLoop(L, x.data(), expected);
+
+  StatusOr<std::unique_ptr<OnnxRuntimeRunner>> mlp =
+      makeRunner(ox::model(g), o, TensorSpec::create<float>("x", {1, 300}), TensorSpec::create<float>("probs", {1, 15}));
+  if (!mlp.ok()) return mlp.status();
+  OnnxRuntimeRunner& r1 = **mlp;
+  std::memcpy(r1.getTensor<float>(0), x.data(), sizeof(float) * 300);
+  MLBRIDGE_RETURN_IF_ERROR(r1.evaluate());
+  for (int i = 0; i < 15; ++i)
+    res.mlpMaxAbsDiff = std::max(res.mlpMaxAbsDiff, double(std::fabs(r1.output<float>(0)[size_t(i)] - expected[i])));
+  Stats floorStats = timeIt([&] { mlpLoop(L, x.data(), expected); gSink = expected[0]; }, o.iterations);
+  Stats s = timeIt([&] { (void)r1.evaluate(); gSink = r1.output<float>(0)[0]; }, o.iterations);
+  res.mlpFloorP50Us = floorStats.p50;
+  res.mlpP50Us = s.p50;
+  res.mlpP99Us = s.p99;
+  res.mlpAllocsPerCall = allocationsPerCall(o, [&] { (void)r1.evaluate(); }, 10000);
+
+  // ---- FC 50,000 -> 1 ----
+  const int64_t n = 50000;
+  std::vector<float> w(static_cast<size_t>(n)), xs(static_cast<size_t>(n));
+  for (float& v : w) v = nd(rng) * 0.01f;
+  for (float& v : xs) v = nd(rng);
+  ox::Graph g2;
+  g2.nodes = {ox::node("Gemm", {"x", "w", "b"}, {"y"}, {ox::Attr::Int("transB", 1)})};
+  g2.initializers = {ox::floatTensor("w", {1, n}, w), ox::floatTensor("b", {1}, {0.25f})};
+  g2.inputs = {ox::valueInfo("x", ox::kFloat, {1, n})};
+  g2.outputs = {ox::valueInfo("y", ox::kFloat, {1, 1})};
+  StatusOr<std::unique_ptr<OnnxRuntimeRunner>> fc =
+      makeRunner(ox::model(g2), o, TensorSpec::create<float>("x", {1, n}), TensorSpec::create<float>("y", {1, 1}));
+  if (!fc.ok()) return fc.status();
+  OnnxRuntimeRunner& r2 = **fc;
+  std::memcpy(r2.getTensor<float>(0), xs.data(), sizeof(float) * size_t(n));
+  MLBRIDGE_RETURN_IF_ERROR(r2.evaluate());
+  const float fcExpected = fcLoop(xs.data(), w.data(), size_t(n), 0.25f);
+  res.fcAbsDiff = std::fabs(double(r2.output<float>(0)[0]) - fcExpected);
+  const int fcIters = std::max(2000, o.iterations / 20);
+  Stats fcFloor = timeIt([&] { gSink = fcLoop(xs.data(), w.data(), size_t(n), 0.25f); }, fcIters);
+  Stats fs = timeIt([&] { (void)r2.evaluate(); gSink = r2.output<float>(0)[0]; }, fcIters);
+  res.fcFloorP50Us = fcFloor.p50;
+  res.fcP50Us = fs.p50;
+  res.fcP99Us = fs.p99;
+  res.fcAllocsPerCall = allocationsPerCall(o, [&] { (void)r2.evaluate(); }, 1000);
+
+  if (out) {
+    std::fprintf(out, "ONNX Runtime %s (C API %d), %d intra-op thread(s)\n", res.runtimeVersion.c_str(),
+                 OnnxRuntimeModel::apiVersion(), o.intraOpThreads);
+    std::fprintf(out, "%-46s %10s %10s\n", "mlp 300->64->64->15 (tanh/relu/softmax)", "p50 us", "p99 us");
+    std::fprintf(out, "%-46s %10.3f %10.3f\n", "  plain C++ loop (transposed weights)", floorStats.p50, floorStats.p99);
+    std::fprintf(out, "%-46s %10.3f %10.3f   %.2fx the loop, max |diff| %.1e\n", "  ONNX Runtime (OnnxRuntimeRunner)",
+                 s.p50, s.p99, s.p50 / floorStats.p50, res.mlpMaxAbsDiff);
+    std::fprintf(out, "%-46s %10s %10s\n", "fc 50,000 -> 1", "p50 us", "p99 us");
+    std::fprintf(out, "%-46s %10.3f %10.3f\n", "  plain C++ loop (8 accumulators)", fcFloor.p50, fcFloor.p99);
+    std::fprintf(out, "%-46s %10.3f %10.3f   %.2fx the loop, |diff| %.1e\n", "  ONNX Runtime (OnnxRuntimeRunner)",
+                 fs.p50, fs.p99, fs.p50 / fcFloor.p50, res.fcAbsDiff);
+    if (res.mlpAllocsPerCall >= 0)
+      std::fprintf(out, "heap allocations (operator new) per evaluate(), all inside ONNX Runtime: mlp %.1f, fc %.1f\n",
+                   res.mlpAllocsPerCall, res.fcAllocsPerCall);
+    std::fprintf(out,
+                 "{\"ort_version\":\"%s\",\"mlp_ort_p50_us\":%.3f,\"mlp_ort_p99_us\":%.3f,\"mlp_floor_us\":%.3f,"
+                 "\"fc50k_ort_p50_us\":%.3f,\"fc50k_ort_p99_us\":%.3f,\"fc50k_floor_us\":%.3f,"
+                 "\"mlp_allocs_per_call\":%.1f,\"fc50k_allocs_per_call\":%.1f}\n",
+                 res.runtimeVersion.c_str(), res.mlpP50Us, res.mlpP99Us, res.mlpFloorP50Us, res.fcP50Us, res.fcP99Us,
+                 res.fcFloorP50Us, res.mlpAllocsPerCall, res.fcAllocsPerCall);
+  }
+  if (res.mlpMaxAbsDiff > 1e-4 || res.fcAbsDiff > 1e-2 * (1 + std::fabs(double(fcExpected))))
+    return internalError("ONNX Runtime's answers differ from the plain loop's");
+  if (result) *result = res;
+  return Status::OK();
+}
+
+}  // namespace bench
+}  // namespace mlbridge
+
+#ifdef MLBRIDGE_ORT_BENCH_MAIN
+// The standalone tool counts operator new calls (ONNX Runtime allocates with
+// it) to report allocations per evaluate().
+namespace {
+std::atomic<long> gNews{0};
+long newCount() { return gNews.load(std::memory_order_relaxed); }
+}  // namespace
+
+void* operator new(std::size_t n) {
+  gNews.fetch_add(1, std::memory_order_relaxed);
+  if (void* p = std::malloc(n ? n : 1)) return p;
+  throw std::bad_alloc();
+}
+void* operator new[](std::size_t n) { return operator new(n); }
+void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
+  gNews.fetch_add(1, std::memory_order_relaxed);
+  return std::malloc(n ? n : 1);
+}
+void* operator new[](std::size_t n, const std::nothrow_t& t) noexcept { return operator new(n, t); }
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+
+int main(int argc, char** argv) {
+  mlbridge::bench::OrtBenchOptions o;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--iterations" && i + 1 < argc) {
+      o.iterations = std::atoi(argv[++i]);
+    } else if (a == "--threads" && i + 1 < argc) {
+      o.intraOpThreads = std::atoi(argv[++i]);
+    } else {
+      std::fprintf(stderr, "usage: mlbridge-ort-bench [--iterations N] [--threads N]\n");
+      return 2;
+    }
+  }
+  o.allocationCount = newCount;
+  mlbridge::Status s = mlbridge::bench::runOrtBench(o, nullptr, stdout);
+  if (!s.ok()) {
+    std::fprintf(stderr, "mlbridge-ort-bench: %s\n", s.toString().c_str());
+    return 1;
+  }
+  return 0;
+}
+#endif
