@@ -24,4 +24,26 @@ __all__ = [
     "PipeClient",
     "run_compiler", "CompileResult",
     "read_log", "LogRecord",
+    # gRPC (imported on first use, so the package works without grpcio):
+    "GrpcServer", "ModelClient", "EnvironmentClient", "WorkerPool", "ServerTLS", "ClientTLS", "RetryPolicy",
 ]
+
+# name -> module of the lazily imported gRPC API (needs `pip install grpcio`).
+_LAZY = {
+    "GrpcServer": "grpc_server", "ServerTLS": "grpc_server", "ClientTLS": "grpc_server",
+    "RetryPolicy": "grpc_server", "ModelClient": "grpc_client", "EnvironmentClient": "grpc_client",
+    "WorkerPool": "workers",
+}
+
+
+def __getattr__(name: str):  # PEP 562: import grpc only when a gRPC class is used
+    mod = _LAZY.get(name)
+    if mod is None:
+        raise AttributeError(f"module 'mlbridge' has no attribute {name!r}")
+    import importlib
+    try:
+        value = getattr(importlib.import_module(f".{mod}", __name__), name)
+    except ImportError as exc:
+        raise ImportError(f"mlbridge.{name} needs the grpc extra: pip install 'mlbridge[grpc]' ({exc})") from exc
+    globals()[name] = value
+    return value

@@ -19,6 +19,10 @@
 
 #include "mlbridge/mlbridge.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 extern int mlbt_failures;
 
 #define TEST(name) static void test_##name(void)
@@ -140,7 +144,11 @@ void mlbt_kill(pid_t pid);
 /* SIGTERM and reap (a clean stop for the Python server). */
 void mlbt_stop(pid_t pid);
 
-/* One spec (REQUIREs success inside the caller by returning NULL on error). */
+/* One spec, or NULL (counted as a failure, with the message printed). */
 mlb_spec* mlbt_spec(const char* name, mlb_dtype dtype, const int64_t* dims, size_t rank);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* MLBRIDGE_TESTS_C_TEST_H */
