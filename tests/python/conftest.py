@@ -175,3 +175,36 @@ def testpeer() -> str:
             pytest.fail(f"MLBRIDGE_TESTPEER={path!r} is not an executable")
         path = found
     return path
+
+
+def _live_children() -> List[str]:
+    """Direct children of this process that are still running (not zombies)."""
+    me = str(os.getpid())
+    out = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()
+        if fields[1] == me and fields[0] != "Z":
+            out.append(f"{pid} {stat[stat.index('(') + 1:stat.rindex(')')]}")
+    return out
+
+
+@pytest.fixture(autouse=True)
+def no_process_left_behind() -> Iterator[None]:
+    """Every test must reap what it started: a leftover compiler or model
+    process is a failure, not noise."""
+    before = set(_live_children())
+    yield
+    import time
+    deadline = time.monotonic() + 2.0   # a process being torn down gets a moment
+    left = [c for c in _live_children() if c not in before]
+    while left and time.monotonic() < deadline:
+        time.sleep(0.02)
+        left = [c for c in _live_children() if c not in before]
+    assert not left, f"processes left behind: {left}"
