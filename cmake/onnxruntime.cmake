@@ -79,11 +79,12 @@ int main(void) {
     LINK_LIBRARIES "${MLBRIDGE_ONNXRUNTIME_LIBRARY}"
     LINK_OPTIONS "-Wl,-rpath,${_mlb_ort_libdir}"
     COMPILE_OUTPUT_VARIABLE _mlb_ort_compile_out
-    RUN_OUTPUT_VARIABLE _mlb_ort_version)
+    RUN_OUTPUT_STDOUT_VARIABLE _mlb_ort_version
+    RUN_OUTPUT_STDERR_VARIABLE _mlb_ort_stderr)
   if(NOT _mlb_ort_compiled)
     set(_mlb_ort_problem "a program using it does not build (see CMakeFiles/CMakeError.log)")
   elseif(NOT "${_mlb_ort_run}" STREQUAL "0")
-    set(_mlb_ort_problem "the library ${_mlb_ort_version} does not load or does not serve C API ${MLBRIDGE_ONNXRUNTIME_API_VERSION}")
+    set(_mlb_ort_problem "the library (version '${_mlb_ort_version}') does not load or does not serve C API ${MLBRIDGE_ONNXRUNTIME_API_VERSION} of the headers")
   else()
     set(_mlb_ort_problem "")
   endif()

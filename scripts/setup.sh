@@ -23,3 +23,7 @@ if ! "$PY" -c "import numpy, pytest, google.protobuf, orjson" >/dev/null 2>&1; t
   echo "setup: installing Python packages for $PY"
   "$PY" -m pip install -q --disable-pip-version-check -r "$root/python/requirements-dev.txt"
 fi
+
+# ONNX Runtime for the optional `onnxruntime` component (pinned, sha256-checked;
+# docs/onnxruntime.md). The library comes from PyPI's wheel, headers from npm.
+bash "$root/scripts/get-onnxruntime.sh"
