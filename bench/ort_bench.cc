@@ -2,16 +2,13 @@
 // same weights (bench/ort_bench.h). The models are written in memory
 // (tests/ort/onnx_builder.h): Gemm with transB=1 as torch.nn.Linear exports.
 //
-//   mlbridge-ort-bench [--iterations N] [--threads N]
+// mlbridge-ort-bench's main is bench/ort_bench_main.cc.
 #include "ort_bench.h"
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
-#include <new>
 #include <random>
 #include <vector>
 
@@ -216,50 +213,3 @@ Status runOrtBench(const OrtBenchOptions& o, OrtBenchResult* result, std::FILE* 
 
 }  // namespace bench
 }  // namespace mlbridge
-
-#ifdef MLBRIDGE_ORT_BENCH_MAIN
-// The standalone tool counts operator new calls (ONNX Runtime allocates with
-// it) to report allocations per evaluate().
-namespace {
-std::atomic<long> gNews{0};
-long newCount() { return gNews.load(std::memory_order_relaxed); }
-}  // namespace
-
-void* operator new(std::size_t n) {
-  gNews.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(n ? n : 1)) return p;
-  throw std::bad_alloc();
-}
-void* operator new[](std::size_t n) { return operator new(n); }
-void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
-  gNews.fetch_add(1, std::memory_order_relaxed);
-  return std::malloc(n ? n : 1);
-}
-void* operator new[](std::size_t n, const std::nothrow_t& t) noexcept { return operator new(n, t); }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
-
-int main(int argc, char** argv) {
-  mlbridge::bench::OrtBenchOptions o;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "--iterations" && i + 1 < argc) {
-      o.iterations = std::atoi(argv[++i]);
-    } else if (a == "--threads" && i + 1 < argc) {
-      o.intraOpThreads = std::atoi(argv[++i]);
-    } else {
-      std::fprintf(stderr, "usage: mlbridge-ort-bench [--iterations N] [--threads N]\n");
-      return 2;
-    }
-  }
-  o.allocationCount = newCount;
-  mlbridge::Status s = mlbridge::bench::runOrtBench(o, nullptr, stdout);
-  if (!s.ok()) {
-    std::fprintf(stderr, "mlbridge-ort-bench: %s\n", s.toString().c_str());
-    return 1;
-  }
-  return 0;
-}
-#endif

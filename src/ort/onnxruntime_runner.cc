@@ -35,7 +35,7 @@ MLBRIDGE_ORT_HANDLE(ModelMetadata)
 // A string ONNX Runtime allocated with the default allocator, copied and freed.
 std::string takeString(OrtAllocator* allocator, char* s) {
   std::string out = s ? s : "";
-  if (s) (void)ort::api()->AllocatorFree(allocator, s);
+  if (s) ort::ignore(ort::api()->AllocatorFree(allocator, s));
   return out;
 }
 
@@ -152,8 +152,8 @@ std::string specList(const std::vector<TensorSpec>& specs) {
   return s.empty() ? "none" : s;
 }
 
-const char* kSpinIntra = "session.intra_op.allow_spinning";
-const char* kSpinInter = "session.inter_op.allow_spinning";
+const char* const kSpinIntra = "session.intra_op.allow_spinning";
+const char* const kSpinInter = "session.inter_op.allow_spinning";
 
 }  // namespace
 
@@ -238,11 +238,14 @@ Status inspect(OnnxRuntimeModel::Impl* m) {
     }
   }
   OrtModelMetadata* md = nullptr;
-  if (!a->SessionGetModelMetadata(m->session.get(), &md) && md) {
+  OrtStatus* ms = a->SessionGetModelMetadata(m->session.get(), &md);
+  if (ms) {
+    ort::ignore(ms);  // no metadata: no producer name
+  } else if (md) {
     ModelMetadataPtr owned(md);
     char* producer = nullptr;
     OrtStatus* s = a->ModelMetadataGetProducerName(md, alloc, &producer);
-    if (s) a->ReleaseStatus(s);
+    if (s) ort::ignore(s);
     else m->producer = takeString(alloc, producer);
   }
   OrtMemoryInfo* cpu = nullptr;
@@ -265,10 +268,12 @@ Status loadImpl(const char* path, const void* data, size_t size, const OnnxRunti
   OrtSession* session = nullptr;
   const OrtApi* a = ort::api();
   if (path) {
-    MLBRIDGE_ORT_RETURN_IF_ERROR(a->CreateSession(*env, path, so.get(), &session), "");
+    MLBRIDGE_RETURN_IF_ERROR(
+        ort::toStatus(a->CreateSession(*env, path, so.get(), &session), "", StatusCode::kInvalidArgument));
   } else {
     if (!data || size == 0) return dataLoss("an empty buffer is not an ONNX model");
-    MLBRIDGE_ORT_RETURN_IF_ERROR(a->CreateSessionFromArray(*env, data, size, so.get(), &session), "");
+    MLBRIDGE_RETURN_IF_ERROR(ort::toStatus(a->CreateSessionFromArray(*env, data, size, so.get(), &session), "",
+                                           StatusCode::kInvalidArgument));
   }
   m->session.reset(session);
   MLBRIDGE_RETURN_IF_ERROR(inspect(m.get()));
@@ -498,7 +503,7 @@ Status OnnxRuntimeRunner::Impl::collectOutputs(const OnnxRuntimeRunner& runner) 
   MLBRIDGE_ORT_RETURN_IF_ERROR(api->GetBoundOutputValues(binding.get(), alloc, &vals, &n), "reading the outputs");
   std::vector<ValuePtr> owned;
   for (size_t k = 0; k < n; ++k) owned.emplace_back(vals[k]);
-  if (vals) (void)api->AllocatorFree(alloc, vals);
+  if (vals) ort::ignore(api->AllocatorFree(alloc, vals));
   Span<const MutableTensorRef> outs = runner.outputRefs();
   if (n != outs.size())
     return internalError("ONNX Runtime returned " + std::to_string(n) + " outputs for " + std::to_string(outs.size()) +
@@ -520,7 +525,7 @@ Status OnnxRuntimeRunner::Impl::collectOutputs(const OnnxRuntimeRunner& runner) 
     std::vector<int64_t> dims(rank);
     if (!s && rank) s = api->GetDimensions(info, dims.data(), rank);
     api->ReleaseTensorTypeAndShapeInfo(info);
-    MLBRIDGE_RETURN_IF_ERROR(ort::toStatus(s, "reading output '" + boundNames[a] + "'", true));
+    MLBRIDGE_RETURN_IF_ERROR(ort::toStatus(s, "reading output '" + boundNames[a] + "'", StatusCode::kAborted));
     if (toDType(et) != spec.type())
       return Status(StatusCode::kAborted, "model output '" + boundNames[a] + "' is " + onnxTypeName(et) + ", advice '" +
                                               spec.name() + "' is " + dtypeName(spec.type()));
@@ -539,7 +544,7 @@ Status OnnxRuntimeRunner::Impl::collectOutputs(const OnnxRuntimeRunner& runner) 
 Status OnnxRuntimeRunner::evaluateImpl() {
   const OrtApi* api = ort::api();
   OrtStatus* s = api->RunWithBinding(impl_->model->impl_->session.get(), impl_->runOptions.get(), impl_->binding.get());
-  if (s) return ort::toStatus(s, "ONNX Runtime", /*runtime=*/true);
+  if (s) return ort::toStatus(s, "ONNX Runtime", StatusCode::kAborted);
   if (!impl_->checked || impl_->anyCopy) return impl_->collectOutputs(*this);
   return Status::OK();
 }

@@ -1,7 +1,5 @@
 #include "ort/ort_api.h"
 
-#include <cstdio>
-
 #include "log_internal.h"
 
 namespace mlbridge {
@@ -76,7 +74,7 @@ StatusOr<OrtEnv*> env() {
   return holder.env;
 }
 
-Status toStatus(OrtStatus* status, const std::string& context, bool runtime) {
+Status toStatus(OrtStatus* status, const std::string& context, StatusCode generic) {
   if (!status) return Status::OK();
   const OrtApi* a = api();
   OrtErrorCode code = a->GetErrorCode(status);
@@ -84,7 +82,7 @@ Status toStatus(OrtStatus* status, const std::string& context, bool runtime) {
   std::string message = context.empty() ? std::string() : context + ": ";
   message += msg ? msg : "(no message)";
   a->ReleaseStatus(status);
-  StatusCode c = runtime ? StatusCode::kAborted : StatusCode::kInternal;
+  StatusCode c = generic;
   switch (code) {
     case ORT_OK: c = StatusCode::kUnknown; break;  // an error object with code OK: should not happen
     case ORT_INVALID_ARGUMENT: c = StatusCode::kInvalidArgument; break;
@@ -98,6 +96,10 @@ Status toStatus(OrtStatus* status, const std::string& context, bool runtime) {
     default: break;  // ORT_FAIL, ORT_RUNTIME_EXCEPTION, ORT_ENGINE_ERROR, ORT_EP_FAIL, ...
   }
   return Status(c, message);
+}
+
+void ignore(OrtStatus* status) {
+  if (status) api()->ReleaseStatus(status);
 }
 
 }  // namespace ort

@@ -25,18 +25,23 @@ Status apiStatus();
 StatusOr<OrtEnv*> env();
 
 // Converts and releases `status`; OK for nullptr. `context` prefixes the
-// message ("loading m.onnx"). `runtime` selects the codes for evaluation
-// errors (kAborted instead of kInternal for generic failures).
-Status toStatus(OrtStatus* status, const std::string& context, bool runtime = false);
+// message. Specific ONNX Runtime codes map to their mlbridge equivalents
+// (ORT_NO_SUCHFILE -> kNotFound, ORT_INVALID_PROTOBUF -> kDataLoss, ...);
+// generic failures (ORT_FAIL, ORT_RUNTIME_EXCEPTION, ...) get `generic`:
+// kInvalidArgument while loading a model, kAborted while evaluating it.
+Status toStatus(OrtStatus* status, const std::string& context, StatusCode generic = StatusCode::kInternal);
+
+// Releases the status of a call whose failure changes nothing (freeing memory).
+void ignore(OrtStatus* status);
 
 }  // namespace ort
 }  // namespace mlbridge
 
 // Evaluates an OrtApi call and returns its error as a Status from the
 // enclosing function.
-#define MLBRIDGE_ORT_RETURN_IF_ERROR(call, context)                            \
-  do {                                                                         \
-    OrtStatus* mlbridge_ort_status_ = (call);                                  \
+#define MLBRIDGE_ORT_RETURN_IF_ERROR(call, context)                                  \
+  do {                                                                               \
+    OrtStatus* mlbridge_ort_status_ = (call);                                        \
     if (mlbridge_ort_status_) return ::mlbridge::ort::toStatus(mlbridge_ort_status_, (context)); \
   } while (0)
 
