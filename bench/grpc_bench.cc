@@ -154,7 +154,7 @@ std::vector<TensorSpec> latencyFeatures() {
 }
 
 Stats run(const Options& o, const std::string& model, int peerCpu, Status* error) {
-  int maxWorkers = o.mode == "throughput" ? o.workers : 4;
+  int maxWorkers = o.mode == "throughput" ? o.workers + 4 : 4;  // a thread per streaming session
   Peer peer(o, model, peerCpu, maxWorkers);
   if (peer.port <= 0) {
     *error = unavailable("the Python model server did not start (python3 -m mlbridge.grpc_server)");

@@ -27,6 +27,10 @@
 
 #include "mlbridge/mlbridge.hpp"
 
+#ifdef MLBRIDGE_BENCH_WITH_GRPC
+int mlbridgeBenchGrpc(int argc, char** argv);  // bench/grpc_bench.cc: --runner grpc
+#endif
+
 using namespace mlbridge;
 using Clock = std::chrono::steady_clock;
 
@@ -307,6 +311,10 @@ int usage() {
 
 int main(int argc, char** argv) {
   if (argc < 2) return usage();
+#ifdef MLBRIDGE_BENCH_WITH_GRPC
+  for (int i = 2; i + 1 < argc; ++i)
+    if (std::string(argv[i]) == "--runner" && std::string(argv[i + 1]) == "grpc") return mlbridgeBenchGrpc(argc, argv);
+#endif
   Options o;
   o.mode = argv[1];
   if (o.mode != "rtt" && o.mode != "latency") return usage();

@@ -6,7 +6,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 
 debs=(cmake ninja-build g++ pkg-config libgtest-dev protobuf-compiler libprotobuf-dev
-      llvm-19 clang-19)
+      libgrpc++-dev protobuf-compiler-grpc llvm-19 clang-19 openssl)
 missing=()
 for p in "${debs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

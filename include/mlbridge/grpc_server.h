@@ -67,6 +67,10 @@ class GrpcTrainingServer {
   // no bound). Returns true if a shutdown was requested or the server stopped.
   bool waitForShutdown(int timeoutMs = -1);
   bool shutdownRequested() const;
+  // Blocks until the trainer has taken every pending event (observations and
+  // the ends of finished sessions), e.g. before the compiler exits, so the
+  // trainer sees every episode end. False on timeout (timeoutMs < 0: no bound).
+  bool waitUntilDelivered(int timeoutMs = -1);
 
   // A runner whose evaluate() publishes its observation to the trainer and
   // waits for the action. Usable before start() (it then waits for a trainer).

@@ -24,9 +24,10 @@ __all__ = [
     "PipeClient",
     "run_compiler", "CompileResult",
     "read_log", "LogRecord",
-    # gRPC (imported on first use, so the package works without grpcio):
-    "GrpcServer", "ModelClient", "EnvironmentClient", "WorkerPool", "ServerTLS", "ClientTLS", "RetryPolicy",
 ]
+# The gRPC API (GrpcServer, ModelClient, EnvironmentClient, WorkerPool,
+# ServerTLS, ClientTLS, RetryPolicy) is imported on first use, so the package
+# works without grpcio; it is left out of __all__ so `import *` never needs it.
 
 # name -> module of the lazily imported gRPC API (needs `pip install grpcio`).
 _LAZY = {

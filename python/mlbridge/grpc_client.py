@@ -22,7 +22,6 @@ import numpy as np
 
 from . import _grpc_common as _c
 from ._grpc_common import ClientTLS, RetryPolicy
-from ._proto import mlbridge_pb2 as pb
 from ._proto import service_pb2 as spb
 from .errors import MLBridgeError, ProtocolError, RemoteError, SpecMismatch
 from .formats.base import DEFAULT_MAX_MESSAGE

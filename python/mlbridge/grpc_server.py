@@ -102,12 +102,15 @@ class GrpcServer:
     free port (see :attr:`port` after :meth:`start`). A busy port is an error
     (no SO_REUSEPORT sharing). A non-loopback address needs ``tls`` and/or
     ``token`` (or ``allow_insecure_remote=True``). ``token``: every call must
-    carry ``authorization: Bearer TOKEN``. ``required_features``: names or
+    carry ``authorization: Bearer TOKEN``. ``max_workers``: threads serving
+    calls; each streaming session (the C++ runner's default) holds one while
+    it lives, so it bounds the number of concurrent compiler sessions (more
+    wait for a free thread). ``required_features``: names or
     specs the model needs; a session without them is refused at the handshake.
     """
 
     def __init__(self, policy: Union[Policy, Callable[[], Policy]], address: str = "127.0.0.1:0", *,
-                 tls: Optional[ServerTLS] = None, token: Optional[str] = None, max_workers: int = 8,
+                 tls: Optional[ServerTLS] = None, token: Optional[str] = None, max_workers: int = 64,
                  per_session: bool = False, concurrent: bool = False,
                  required_features: Optional[Iterable[Any]] = None, allow_insecure_remote: bool = False,
                  allow_shutdown_rpc: bool = True, max_message: int = DEFAULT_MAX_MESSAGE,
@@ -291,8 +294,22 @@ class GrpcServer:
         if self._token is not None:
             _c.check_token(context, self._token)
         one = self._evaluate_one
-        for req in requests:
-            yield one(req, context)
+        sid = None
+        completed = False
+        try:
+            for req in requests:
+                sid = req.session
+                yield one(req, context)
+            # Half-closed by the client (CloseSession follows), or cancelled
+            # (the request iterator also just ends then, but the call is over).
+            completed = context.is_active()
+        finally:
+            # A stream cancelled or broken (not half-closed): the compiler died.
+            if sid is not None and not completed:
+                with self._mutex:
+                    lv = self._live.pop(sid, None)
+                if lv is not None:
+                    self._end(lv, False, "the compiler's stream ended without CloseSession (compiler died?)")
 
     def _evaluate_one(self, req: Any, context: grpc.ServicerContext) -> bytes:
         lv = self._live.get(req.session)
@@ -421,7 +438,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--value", type=float, default=0)
     p.add_argument("--sleep", type=float, default=5.0)
     p.add_argument("--token", default=None)
-    p.add_argument("--max-workers", type=int, default=8)
+    p.add_argument("--max-workers", type=int, default=64)
     p.add_argument("--tls-cert")
     p.add_argument("--tls-key")
     p.add_argument("--tls-client-ca")

@@ -160,6 +160,26 @@ class EvalStream {
 
   bool dead() const { return finished_; }
 
+  // Clean end: half-close and wait for the server's status (bounded); the
+  // server then knows the compiler did not die.
+  void close(int deadlineMs) {
+    if (!rw_ || finished_) return;
+    rw_->WritesDone(tag(kWrite));
+    ++outstanding_;
+    bool ok = false;
+    if (!waitAll(deadlineMs, &ok)) {
+      (void)timedOut();
+      return;
+    }
+    rw_->Finish(&status_, tag(kFinish));
+    ++outstanding_;
+    if (!waitAll(deadlineMs, &ok)) {
+      ctx_.TryCancel();
+      drain();
+    }
+    finished_ = true;
+  }
+
   grpc::Status start(pb::ModelService::Stub* stub, const std::string& bearer, int deadlineMs) {
     if (!bearer.empty()) ctx_.AddMetadata(grpcimpl::kAuthKey, bearer);
     rw_ = stub->PrepareAsyncEvaluateStream(&ctx_, &cq_);
@@ -364,15 +384,17 @@ Status GrpcModelRunner::setContextImpl(std::string_view name) {
 
 Status GrpcModelRunner::finishImpl() {
   Impl& m = *impl_;
-  m.stream.reset();  // ends the stream (the server's loop sees it end)
+  GrpcChannel::Impl& ch = channel_->impl();
+  if (m.stream) m.stream->close(std::min(ch.options.deadlineMs, 1000));
+  m.stream.reset();
   if (!m.open || !m.broken.ok()) return Status::OK();
   m.open = false;
-  GrpcChannel::Impl& ch = channel_->impl();
   pb::CloseSessionRequest req;
   req.set_session(session_);
   pb::CloseSessionReply rep;
-  return ch.call("CloseSession", false,
-                 [&](grpc::ClientContext& ctx) { return ch.stub->CloseSession(&ctx, req, &rep); });
+  Status s = ch.call("CloseSession", false,
+                     [&](grpc::ClientContext& ctx) { return ch.stub->CloseSession(&ctx, req, &rep); });
+  return s;
 }
 
 }  // namespace mlbridge

@@ -198,6 +198,7 @@ class EnvService final : public pb::EnvironmentService::Service {
         if (want && it->session != want) continue;
         Event ev = *it;
         hub_->events.erase(it);
+        hub_->cv.notify_all();  // waitUntilDelivered()
         rep->set_session(ev.session);
         std::shared_ptr<Sess> s = hub_->sessions[ev.session];
         rep->set_context(s->context);
@@ -379,6 +380,17 @@ bool GrpcTrainingServer::waitForShutdown(int timeoutMs) {
     return true;
   }
   return h.cv.wait_for(lock, Ms(timeoutMs), done);
+}
+
+bool GrpcTrainingServer::waitUntilDelivered(int timeoutMs) {
+  Hub& h = *impl_->hub;
+  std::unique_lock<std::mutex> lock(h.mu);
+  auto done = [&] { return h.events.empty() || h.stopped || h.shutdown; };
+  if (timeoutMs < 0) {
+    h.cv.wait(lock, done);
+    return h.events.empty();
+  }
+  return h.cv.wait_for(lock, Ms(timeoutMs), done) && h.events.empty();
 }
 
 bool GrpcTrainingServer::shutdownRequested() const {

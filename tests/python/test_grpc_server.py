@@ -1,0 +1,299 @@
+"""The Python model server over gRPC (inference direction), driven by the
+Python ModelClient: results, per-session state, failures, security."""
+from __future__ import annotations
+
+import os
+import queue
+import socket
+import sys
+import tempfile
+import threading
+import time
+
+import numpy as np
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from grpc_support import Proc, make_certs, require_grpc  # noqa: E402
+
+require_grpc()
+
+import mlbridge  # noqa: E402
+from conftest import child_env  # noqa: E402
+from mlbridge import ChannelTimeout, MLBridgeError, PeerClosed, RemoteError, SpecMismatch  # noqa: E402
+from mlbridge.grpc_client import ModelClient  # noqa: E402
+from mlbridge.grpc_server import ClientTLS, GrpcServer, RetryPolicy, ServerTLS  # noqa: E402
+
+FEATS = [("a", "int64_t", (1,)), ("b", "float", (2,))]
+ADV = [("y", "int64_t", (1,))]
+FAST = RetryPolicy(max_attempts=3, initial_backoff=0.02, max_backoff=0.1, total_seconds=1.0)
+
+
+def double_a(obs):
+    return obs["a"] * 2
+
+
+def client(server, **kw):
+    kw.setdefault("retry", FAST)
+    return ModelClient(server.target, FEATS, ADV, **kw)
+
+
+def test_lazy_import_and_exports():
+    assert mlbridge.GrpcServer is GrpcServer
+    assert mlbridge.ModelClient is ModelClient
+
+
+def test_answers_and_context():
+    seen = []
+
+    class M(mlbridge.Model):
+        def on_context(self, name):
+            seen.append(name)
+
+        def __call__(self, obs):
+            return int(obs["a"][0]) + len(obs.context)
+
+    with GrpcServer(M()) as srv, client(srv) as c:
+        assert c.evaluate({"a": 5, "b": [1.0, 2.0]})[0].tolist() == [5]
+        c.set_context("main")
+        assert c.evaluate({"a": 5, "b": [1.0, 2.0]})[0].tolist() == [9]
+        assert seen == ["main"]
+    s = srv.sessions[0]
+    assert s.clean and s.observations == 2 and s.format == "grpc"
+
+
+def test_port_zero_reports_port_and_loopback_default():
+    with GrpcServer(double_a) as srv:
+        assert srv.port > 0
+        assert srv.target == f"127.0.0.1:{srv.port}"
+        # Not reachable on a non-loopback address of this machine.
+        try:
+            ip = socket.gethostbyname(socket.gethostname())
+        except OSError:
+            ip = "127.0.0.1"
+        if not ip.startswith("127."):
+            with socket.socket() as s:
+                s.settimeout(2)
+                assert s.connect_ex((ip, srv.port)) != 0
+
+
+def test_busy_port_fails_loudly():
+    with GrpcServer(double_a) as srv:
+        other = GrpcServer(double_a, f"127.0.0.1:{srv.port}")
+        with pytest.raises(MLBridgeError, match="cannot listen"):
+            other.start()
+
+
+def test_remote_needs_tls_or_token():
+    with pytest.raises(ValueError, match="non-loopback"):
+        GrpcServer(double_a, "0.0.0.0:0")
+    GrpcServer(double_a, "0.0.0.0:0", token="t")   # explicit and protected: allowed
+
+
+def test_handler_exception_reaches_client():
+    def boom(obs):
+        raise KeyError("no such thing")
+
+    with GrpcServer(boom) as srv, client(srv) as c:
+        with pytest.raises(RemoteError, match="KeyError") as ei:
+            c.evaluate({"a": 1, "b": [0, 0]})
+        assert ei.value.remote_type == "KeyError"
+        with pytest.raises(RemoteError):   # the session goes on
+            c.evaluate({"a": 1, "b": [0, 0]})
+    assert srv.sessions[0].errors == 2
+
+
+def test_wrong_advice_is_an_error_not_a_value():
+    with GrpcServer(lambda obs: 1.5) as srv, client(srv) as c:
+        with pytest.raises(RemoteError, match="SpecMismatch"):
+            c.evaluate({"a": 1, "b": [0, 0]})
+
+
+def test_deadline():
+    release = threading.Event()
+
+    def slow(obs):
+        release.wait(5)
+        return 0
+
+    with GrpcServer(slow, concurrent=True) as srv:
+        c = client(srv, timeout=0.2)
+        t0 = time.monotonic()
+        with pytest.raises(ChannelTimeout):
+            c.evaluate({"a": 1, "b": [0, 0]})
+        assert time.monotonic() - t0 < 2
+        release.set()
+        c.close()
+
+
+def test_server_never_started():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    t0 = time.monotonic()
+    with pytest.raises(PeerClosed, match="gave up after"):
+        ModelClient(f"127.0.0.1:{port}", FEATS, ADV, retry=FAST)
+    assert time.monotonic() - t0 < 3
+
+
+def test_required_features_refuse_session():
+    with GrpcServer(double_a, required_features=["missing"]) as srv:
+        with pytest.raises(SpecMismatch, match="requires feature 'missing'"):
+            client(srv)
+    assert srv.sessions[0].refused
+
+
+def test_schema_version_mismatch():
+    with GrpcServer(double_a) as srv:
+        c = client(srv)
+        with pytest.raises(SpecMismatch, match="schema version mismatch"):
+            c._handshake(version=2)
+        c.close()
+
+
+def test_token():
+    with GrpcServer(double_a, token="s3cret") as srv:
+        with pytest.raises(RemoteError, match="UNAUTHENTICATED"):
+            client(srv)
+        with pytest.raises(RemoteError, match="UNAUTHENTICATED"):
+            client(srv, token="wrong")
+        with client(srv, token="s3cret") as c:
+            assert c.evaluate({"a": 4, "b": [0, 0]})[0].tolist() == [8]
+
+
+def test_tls_and_mutual_tls():
+    with tempfile.TemporaryDirectory() as d:
+        certs = make_certs(d)
+        tls = ServerTLS(certs["server_cert"], certs["server_key"])
+        with GrpcServer(double_a, tls=tls) as srv:
+            with pytest.raises(PeerClosed):   # plaintext client refused
+                client(srv)
+            with client(srv, tls=ClientTLS(root_ca=certs["ca"])) as c:
+                assert c.evaluate({"a": 3, "b": [0, 0]})[0].tolist() == [6]
+        mtls = ServerTLS(os.path.join(d, "server_cert.pem"), os.path.join(d, "server_key.pem"),
+                         client_ca=os.path.join(d, "ca.pem"))
+        with GrpcServer(double_a, tls=mtls) as srv:
+            with pytest.raises(PeerClosed):   # no client certificate
+                client(srv, tls=ClientTLS(root_ca=certs["ca"]))
+            ok = ClientTLS(root_ca=certs["ca"], cert_chain=certs["client_cert"], private_key=certs["client_key"])
+            with client(srv, tls=ok) as c:
+                assert c.evaluate({"a": 2, "b": [0, 0]})[0].tolist() == [4]
+
+
+def test_shutdown_rpc_stops_server():
+    srv = GrpcServer(double_a).start()
+    c = client(srv)
+    c.shutdown_server("test")
+    assert srv.wait(10)
+    assert srv.shutdown_reason == "test"
+
+
+def test_per_session_state_no_cross_talk():
+    class Counter(mlbridge.Model):
+        def __init__(self):
+            self.n = 0
+
+        def __call__(self, obs):
+            self.n += 1
+            return int(obs["a"][0]) * 1000 + self.n
+
+    with GrpcServer(Counter, per_session=True, max_workers=8) as srv:
+        errors = []
+
+        def worker(k):
+            try:
+                with client(srv) as c:
+                    for i in range(1, 51):
+                        got = int(c.evaluate({"a": k, "b": [0, 0]})[0][0])
+                        if got != k * 1000 + i:
+                            errors.append((k, i, got))
+            except Exception as exc:  # reported below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=worker, args=(k,)) for k in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert errors == []
+    assert len(srv.sessions) == 8
+
+
+def test_stream_ending_without_close_ends_session_unclean():
+    import grpc
+
+    from mlbridge._proto import service_pb2 as spb
+
+    ended = []
+    done = threading.Event()
+
+    class M(mlbridge.Model):
+        def on_session_end(self, session, clean):
+            ended.append(clean)
+            done.set()
+
+        def __call__(self, obs):
+            return 1
+
+    with GrpcServer(M()) as srv:
+        c = client(srv)
+        with grpc.insecure_channel(srv.target) as ch:
+            call = ch.stream_stream("/mlbridge.v1.ModelService/EvaluateStream",
+                                    request_serializer=spb.EvaluateRequest.SerializeToString,
+                                    response_deserializer=spb.EvaluateReply.FromString)
+            req = spb.EvaluateRequest(session=c.session)
+            req.observation.SetInParent()
+            for name, dt in (("a", 9), ("b", 1)):
+                t = req.observation.tensors.add(name=name, dtype=dt, shape=[1 if name == "a" else 2])
+                t.data = bytes(8)
+            q: "queue.Queue" = queue.Queue()
+            q.put(req)
+
+            def requests():
+                while (r := q.get()) is not None:
+                    yield r
+
+            replies = call(requests())
+            assert next(replies).reply.tensors[0].data == np.int64(1).tobytes()
+            replies.cancel()                   # the "compiler" dies: no half-close, no CloseSession
+            q.put(None)
+        assert done.wait(5)
+        assert ended == [False]
+        assert srv.sessions[-1].clean is False
+        c._rpc.close()
+
+
+def test_clean_stream_end_then_close_is_clean():
+    import grpc
+
+    from mlbridge._proto import service_pb2 as spb
+
+    with GrpcServer(lambda obs: 1) as srv:
+        c = client(srv)
+        with grpc.insecure_channel(srv.target) as ch:
+            call = ch.stream_stream("/mlbridge.v1.ModelService/EvaluateStream",
+                                    request_serializer=spb.EvaluateRequest.SerializeToString,
+                                    response_deserializer=spb.EvaluateReply.FromString)
+            req = spb.EvaluateRequest(session=c.session)
+            req.observation.SetInParent()
+            for name in ("a", "b"):
+                t = req.observation.tensors.add(name=name, dtype=9 if name == "a" else 1,
+                                                shape=[1 if name == "a" else 2])
+                t.data = bytes(8)
+            assert len(list(call(iter([req, req])))) == 2     # half-closed after two requests
+        c.close()
+    assert srv.sessions[0].clean is True and srv.sessions[0].observations == 2
+
+
+def test_server_subprocess_killed_mid_episode():
+    with Proc([sys.executable, "-m", "mlbridge.grpc_server", "--model", "const", "--value", "2"],
+              env=child_env()) as p:
+        c = ModelClient(p.target, FEATS, ADV, retry=FAST)
+        assert c.evaluate({"a": 1, "b": [0, 0]})[0].tolist() == [2]
+        p.kill()
+        t0 = time.monotonic()
+        with pytest.raises(PeerClosed):
+            c.evaluate({"a": 1, "b": [0, 0]})
+        assert time.monotonic() - t0 < 3
+        c.close()
