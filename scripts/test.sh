@@ -16,11 +16,11 @@ CC=clang-19 CXX=clang++-19 "$root/scripts/build.sh" "$root/build-clang" -DMLBRID
 (cd "$root/build-clang" && ctest --output-on-failure -j2 -R '^cpp\.|noexcept|^ort\.')
 
 echo "== g++ with ASan + UBSan: C++ tests"
-"$root/scripts/build.sh" "$root/build-asan" -DCMAKE_BUILD_TYPE=Debug -DMLBRIDGE_SANITIZE=address,undefined -DMLBRIDGE_BUILD_TOOLS=OFF
+"$root/scripts/build.sh" "$root/build-asan" -DCMAKE_BUILD_TYPE=Debug -DMLBRIDGE_SANITIZE=address,undefined -DMLBRIDGE_BUILD_TOOLS=OFF -DMLBRIDGE_WITH_GRPC=OFF
 (cd "$root/build-asan" && ctest --output-on-failure -j2 -R '^cpp\.|noexcept|^ort\.')
 
 echo "== g++ with ThreadSanitizer: one ONNX model evaluated from many threads, pipe runner threads"
-"$root/scripts/build.sh" "$root/build-tsan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMLBRIDGE_SANITIZE=thread -DMLBRIDGE_BUILD_TOOLS=OFF
+"$root/scripts/build.sh" "$root/build-tsan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMLBRIDGE_SANITIZE=thread -DMLBRIDGE_BUILD_TOOLS=OFF -DMLBRIDGE_WITH_GRPC=OFF -DMLBRIDGE_WITH_ONNXRUNTIME=OFF
 (cd "$root/build-tsan" && ctest --output-on-failure -j2 -R '^cpp\.(Engine|PipeRunner|Formats)')
 
 echo "== install, then build consumers with find_package(MLBridge) and pkg-config"
