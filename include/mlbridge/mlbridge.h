@@ -13,7 +13,8 @@
  *    (mlb_runner, mlb_spec, mlb_pipe_options, mlb_error, ...), created by
  *    *_create functions and released by *_destroy / *_free (NULL is accepted
  *    and ignored). No struct layout is public, so handles can grow without
- *    breaking the ABI.
+ *    breaking the ABI; the one exception, mlb_rl_environment (a table of
+ *    callbacks), starts with its own size and only ever grows at the end.
  *
  *  - Every call that can fail returns an mlb_status: MLB_OK (0) or an error
  *    code; the numbering is mlbridge::StatusCode's (gRPC's). Where the message
@@ -24,8 +25,9 @@
  *      * every other call takes a last parameter `mlb_error** error`. Pass
  *        NULL to ignore the message. Otherwise, on failure *error receives a
  *        new mlb_error (code + message) that the caller owns and frees with
- *        mlb_error_free; on success *error is left unchanged. (A non-NULL
- *        *error on entry is freed and replaced when the call fails.)
+ *        mlb_error_free; on success *error is left unchanged. Initialize the
+ *        variable to NULL: an error it still holds when a call fails is
+ *        freed and replaced, so one variable can serve many calls.
  *    The only functions that do not return an mlb_status are the ones that
  *    cannot fail: *_destroy / *_free, name and size look-ups on enum values,
  *    the version queries, and accessors of an immutable mlb_spec.
@@ -35,8 +37,9 @@
  *  - Thread-safety: a runner is used by one thread at a time (as the C++
  *    ModelRunner); its last-error message belongs to it, so different runners
  *    can be used from different threads at once with no shared state.
- *    mlb_spec and mlb_onnx_model objects are immutable once created and may
- *    be shared between threads. mlb_error objects are owned by whoever
+ *    mlb_spec, mlb_onnx_model and mlb_onnxruntime_model objects are
+ *    immutable once created and may be shared between threads, as may an
+ *    mlb_grpc_channel. mlb_error objects are owned by whoever
  *    received them. Options objects are plain data: do not modify one while
  *    another thread creates a runner from it.
  *
@@ -70,11 +73,16 @@
 #define MLB_API
 #endif
 
-#ifdef __cplusplus
+#if defined(__cplusplus) && __cplusplus >= 201103L
 #define MLB_NOEXCEPT noexcept
-extern "C" {
+#elif defined(__cplusplus)
+#define MLB_NOEXCEPT throw()
 #else
 #define MLB_NOEXCEPT
+#endif
+
+#ifdef __cplusplus
+extern "C" {
 #endif
 
 /* ==== versions ========================================================== */
@@ -91,7 +99,7 @@ MLB_API const char* mlb_version_string(void) MLB_NOEXCEPT;
 /* API level the linked library implements (>= 1). */
 MLB_API uint32_t mlb_api_version(void) MLB_NOEXCEPT;
 /* True when the linked library implements everything this header declares. */
-#define MLB_LIBRARY_IS_COMPATIBLE() (mlb_api_version() >= (uint32_t)MLB_API_VERSION)
+#define MLB_LIBRARY_IS_COMPATIBLE() (mlb_api_version() >= MLB_API_VERSION)
 
 /* ==== status codes and errors =========================================== */
 
@@ -126,11 +134,15 @@ MLB_API mlb_status mlb_error_code(const mlb_error* error) MLB_NOEXCEPT;
 /* The message ("" for NULL); valid until mlb_error_free(error). */
 MLB_API const char* mlb_error_message(const mlb_error* error) MLB_NOEXCEPT;
 MLB_API void mlb_error_free(mlb_error* error) MLB_NOEXCEPT;
+/* A new error, for callbacks that report one to the library (which then owns
+   and frees it). Never NULL: without memory it is a shared "out of memory"
+   error that mlb_error_free ignores. A NULL message is "". */
+MLB_API mlb_error* mlb_error_new(mlb_status code, const char* message) MLB_NOEXCEPT;
 
 /* Frees a string the library returned through a `char**` parameter. */
 MLB_API void mlb_string_free(char* s) MLB_NOEXCEPT;
 
-#define MLB_NUL_TERMINATED ((size_t)-1)
+#define MLB_NUL_TERMINATED SIZE_MAX
 
 /* ==== element types ===================================================== */
 
@@ -177,12 +189,12 @@ MLB_API mlb_status mlb_format_parse(const char* name, mlb_format* format, mlb_er
 /* ==== logging =========================================================== */
 
 /* The library prints nothing. A hook receives its diagnostics (for example
-   a runner that had to end a stale session). */
+   ONNX Runtime's messages, or a runner that had to end a stale session). */
 typedef int32_t mlb_log_level;
 enum { MLB_LOG_DEBUG = 0, MLB_LOG_INFO = 1, MLB_LOG_WARNING = 2, MLB_LOG_ERROR = 3 };
 /* `message` is valid during the call only; `user` is passed back unchanged.
-   The hook may be called from any thread that uses the library, and must not
-   call mlb_set_log_hook. */
+   The hook may be called from any thread that uses the library, at the same
+   time, so it must be thread-safe. */
 typedef void (*mlb_log_fn)(mlb_log_level level, const char* message, void* user);
 /* Installs the process-wide hook; NULL removes it. Always MLB_OK. */
 MLB_API mlb_status mlb_set_log_hook(mlb_log_fn hook, void* user) MLB_NOEXCEPT;
@@ -267,11 +279,13 @@ MLB_API mlb_status mlb_runner_input_data(mlb_runner* r, size_t index, mlb_dtype 
 /* -- inputs, by name (copied) -- */
 /* Copies `count` elements of type `dtype` from `data` into the input named
    `name`. `count` must equal the input's element count (1 for a scalar
-   feature). The value is converted only when it is preserved exactly (an
-   int32 into an int64 or double input, a double into a float input, 0/1 into
-   bool); anything else (a fraction into an integer, an out-of-range value,
-   a negative value into an unsigned input, a number into a string input) is
-   MLB_INVALID_ARGUMENT naming the feature. MLB_NOT_FOUND for an unknown name.
+   feature). Another dtype is converted only when the value survives (the
+   rules of the C++ setFeature): an integer into an integer input that holds
+   it or a floating-point input that represents it exactly, an integer 0 or 1
+   into a bool input, a double into a float input (rounded; refused out of
+   float's range). Anything else (any floating-point value into an integer
+   input, an out-of-range value, a negative value into an unsigned input,
+   numbers and strings mixed) is MLB_INVALID_ARGUMENT naming the feature. MLB_NOT_FOUND for an unknown name.
    Bool data is one byte per element and must be 0 or 1. For
    MLB_DTYPE_STRING, `data` is a `const char* const*` array of NUL-terminated
    strings. */
@@ -317,7 +331,7 @@ static inline mlb_status mlb_runner_set_uint64(mlb_runner* r, const char* name, 
   return mlb_runner_set_feature(r, name, MLB_DTYPE_UINT64, &v, 1);
 }
 static inline mlb_status mlb_runner_set_bool(mlb_runner* r, const char* name, int v) {
-  uint8_t b = (uint8_t)(v != 0);
+  uint8_t b = v ? 1 : 0;
   return mlb_runner_set_feature(r, name, MLB_DTYPE_BOOL, &b, 1);
 }
 
@@ -459,8 +473,140 @@ MLB_API mlb_status mlb_onnx_runner_create(const mlb_onnx_model* model, const mlb
                                           size_t feature_count, const mlb_spec* const* advice, size_t advice_count,
                                           mlb_runner** runner, mlb_error** error) MLB_NOEXCEPT;
 
+/* ==== runner kind "onnxruntime": ONNX Runtime, in process ============= */
+
+/* Defined in the optional library mlbridge::onnxruntime (built when CMake
+   finds ONNX Runtime): link it to use this section. Same shape as the
+   built-in engine: a model is one immutable ONNX Runtime session, shared by
+   threads; one runner per thread. See mlbridge/onnxruntime_runner.h. */
+typedef struct mlb_onnxruntime_options mlb_onnxruntime_options;
+typedef struct mlb_onnxruntime_model mlb_onnxruntime_model;
+typedef int32_t mlb_onnxruntime_optimization;
+enum {
+  MLB_ONNXRUNTIME_OPTIMIZE_NONE = 0,
+  MLB_ONNXRUNTIME_OPTIMIZE_BASIC = 1,
+  MLB_ONNXRUNTIME_OPTIMIZE_EXTENDED = 2,
+  MLB_ONNXRUNTIME_OPTIMIZE_ALL = 3 /* the default */
+};
+
+MLB_API mlb_status mlb_onnxruntime_options_create(mlb_onnxruntime_options** options, mlb_error** error) MLB_NOEXCEPT;
+MLB_API void mlb_onnxruntime_options_destroy(mlb_onnxruntime_options* options) MLB_NOEXCEPT;
+/* Threads evaluating one call (>= 0; 1, the default, is the calling thread
+   only; 0 is ONNX Runtime's default). */
+MLB_API mlb_status mlb_onnxruntime_options_set_intra_op_threads(mlb_onnxruntime_options* options, int32_t threads,
+                                                                mlb_error** error) MLB_NOEXCEPT;
+/* Threads running independent graph branches (>= 0; default 1). */
+MLB_API mlb_status mlb_onnxruntime_options_set_inter_op_threads(mlb_onnxruntime_options* options, int32_t threads,
+                                                                mlb_error** error) MLB_NOEXCEPT;
+MLB_API mlb_status mlb_onnxruntime_options_set_allow_spinning(mlb_onnxruntime_options* options, int enable,
+                                                              mlb_error** error) MLB_NOEXCEPT;
+MLB_API mlb_status mlb_onnxruntime_options_set_optimization(mlb_onnxruntime_options* options,
+                                                            mlb_onnxruntime_optimization level,
+                                                            mlb_error** error) MLB_NOEXCEPT;
+/* Value of the symbolic dimension `dim_param`, fixed at load (>= 0). */
+MLB_API mlb_status mlb_onnxruntime_options_set_dim_value(mlb_onnxruntime_options* options, const char* dim_param,
+                                                         int64_t value, mlb_error** error) MLB_NOEXCEPT;
+/* ONNX Runtime messages at or above this severity go to the log hook: 0
+   verbose ... 4 fatal (default 2, warnings). */
+MLB_API mlb_status mlb_onnxruntime_options_set_log_severity(mlb_onnxruntime_options* options, int32_t severity,
+                                                            mlb_error** error) MLB_NOEXCEPT;
+
+/* Loads a model (`options` may be NULL); errors keep ONNX Runtime's message. */
+MLB_API mlb_status mlb_onnxruntime_model_load(const char* path, const mlb_onnxruntime_options* options,
+                                              mlb_onnxruntime_model** model, mlb_error** error) MLB_NOEXCEPT;
+MLB_API mlb_status mlb_onnxruntime_model_load_from_memory(const void* data, size_t size,
+                                                          const mlb_onnxruntime_options* options,
+                                                          mlb_onnxruntime_model** model,
+                                                          mlb_error** error) MLB_NOEXCEPT;
+MLB_API void mlb_onnxruntime_model_destroy(mlb_onnxruntime_model* model) MLB_NOEXCEPT;
+/* The graph's inputs and outputs as declared: a dimension is -1 where
+   symbolic, the dtype MLB_DTYPE_INVALID for a type mlbridge cannot carry.
+   Borrowed specs valid until mlb_onnxruntime_model_destroy. */
+MLB_API mlb_status mlb_onnxruntime_model_input_count(const mlb_onnxruntime_model* model, size_t* count,
+                                                     mlb_error** error) MLB_NOEXCEPT;
+MLB_API mlb_status mlb_onnxruntime_model_output_count(const mlb_onnxruntime_model* model, size_t* count,
+                                                      mlb_error** error) MLB_NOEXCEPT;
+MLB_API mlb_status mlb_onnxruntime_model_input_spec(const mlb_onnxruntime_model* model, size_t index,
+                                                    const mlb_spec** spec, mlb_error** error) MLB_NOEXCEPT;
+MLB_API mlb_status mlb_onnxruntime_model_output_spec(const mlb_onnxruntime_model* model, size_t index,
+                                                     const mlb_spec** spec, mlb_error** error) MLB_NOEXCEPT;
+/* Version of the ONNX Runtime library in use ("1.31.1"); free with
+   mlb_string_free. */
+MLB_API mlb_status mlb_onnxruntime_version(char** version, mlb_error** error) MLB_NOEXCEPT;
+/* A runner evaluating `model`; specs matched as for the built-in engine.
+   Strings are not supported. */
+MLB_API mlb_status mlb_onnxruntime_runner_create(const mlb_onnxruntime_model* model,
+                                                 const mlb_spec* const* features, size_t feature_count,
+                                                 const mlb_spec* const* advice, size_t advice_count,
+                                                 mlb_runner** runner, mlb_error** error) MLB_NOEXCEPT;
+
+/* ==== runner kind "grpc": a model served over gRPC ======================= */
+
+/* Defined in the optional library mlbridge::grpc (built when CMake finds gRPC
+   C++): link it to use this section. See mlbridge/grpc_runner.h. */
+typedef struct mlb_grpc_options mlb_grpc_options;
+typedef struct mlb_grpc_channel mlb_grpc_channel;
+
+/* Defaults: deadline 10000 ms per call, UNAVAILABLE retried up to 8 attempts
+   within 30 s, no TLS, streaming decisions, replies up to 256 MiB. The
+   address has no default: set it. */
+MLB_API mlb_status mlb_grpc_options_create(mlb_grpc_options** options, mlb_error** error) MLB_NOEXCEPT;
+MLB_API void mlb_grpc_options_destroy(mlb_grpc_options* options) MLB_NOEXCEPT;
+/* "host:port" of the model server. */
+MLB_API mlb_status mlb_grpc_options_set_address(mlb_grpc_options* options, const char* address,
+                                                mlb_error** error) MLB_NOEXCEPT;
+/* Deadline of each call attempt (> 0). */
+MLB_API mlb_status mlb_grpc_options_set_deadline_ms(mlb_grpc_options* options, int32_t deadline_ms,
+                                                    mlb_error** error) MLB_NOEXCEPT;
+/* Retries of UNAVAILABLE: at most `max_attempts` attempts (>= 1), pauses
+   from `initial_backoff_ms` doubling up to `max_backoff_ms` (jittered), all
+   within `total_budget_ms`. */
+MLB_API mlb_status mlb_grpc_options_set_retry(mlb_grpc_options* options, int32_t max_attempts,
+                                              int32_t initial_backoff_ms, int32_t max_backoff_ms,
+                                              int32_t total_budget_ms, mlb_error** error) MLB_NOEXCEPT;
+/* TLS: non-zero `enabled`; PEM file paths (NULL or "": none / the system
+   roots); a client certificate and key for mutual TLS; the name checked
+   against the server certificate (NULL: the address's host). */
+MLB_API mlb_status mlb_grpc_options_set_tls(mlb_grpc_options* options, int enabled, const char* root_ca_path,
+                                            const char* cert_chain_path, const char* private_key_path,
+                                            const char* server_name_override, mlb_error** error) MLB_NOEXCEPT;
+/* Sent as "authorization: Bearer TOKEN" on every call (NULL or "": none). */
+MLB_API mlb_status mlb_grpc_options_set_token(mlb_grpc_options* options, const char* token,
+                                              mlb_error** error) MLB_NOEXCEPT;
+/* Free text the server may log. */
+MLB_API mlb_status mlb_grpc_options_set_client_name(mlb_grpc_options* options, const char* name,
+                                                    mlb_error** error) MLB_NOEXCEPT;
+/* Non-zero (the default): decisions travel on one stream per session; zero:
+   one unary call each. */
+MLB_API mlb_status mlb_grpc_options_set_streaming(mlb_grpc_options* options, int enable,
+                                                  mlb_error** error) MLB_NOEXCEPT;
+MLB_API mlb_status mlb_grpc_options_set_max_message_bytes(mlb_grpc_options* options, uint64_t max_bytes,
+                                                          mlb_error** error) MLB_NOEXCEPT;
+
+/* One connection to a model server, shareable by many runners and threads
+   (each runner is its own session on it). Runners keep it alive. */
+MLB_API mlb_status mlb_grpc_channel_create(const mlb_grpc_options* options, mlb_grpc_channel** channel,
+                                           mlb_error** error) MLB_NOEXCEPT;
+MLB_API void mlb_grpc_channel_destroy(mlb_grpc_channel* channel) MLB_NOEXCEPT;
+/* Asks the model server process to stop (`reason` may be NULL). */
+MLB_API mlb_status mlb_grpc_channel_shutdown_server(mlb_grpc_channel* channel, const char* reason,
+                                                   mlb_error** error) MLB_NOEXCEPT;
+
+/* Connects (with the retry policy) and opens a session; a refusal is
+   MLB_FAILED_PRECONDITION with the server's reason. A model-side error on a
+   request is MLB_ABORTED with the model's message. */
+MLB_API mlb_status mlb_grpc_runner_create(const mlb_spec* const* features, size_t feature_count,
+                                          const mlb_spec* const* advice, size_t advice_count,
+                                          const mlb_grpc_options* options, mlb_runner** runner,
+                                          mlb_error** error) MLB_NOEXCEPT;
+/* The same on a shared channel. */
+MLB_API mlb_status mlb_grpc_runner_create_on_channel(mlb_grpc_channel* channel, const mlb_spec* const* features,
+                                                     size_t feature_count, const mlb_spec* const* advice,
+                                                     size_t advice_count, mlb_runner** runner,
+                                                     mlb_error** error) MLB_NOEXCEPT;
+
 /* ==== further runner kinds ============================================== */
-/* Each kind adds, in this order and in its own section:
+/* Each kind adds, in its own section:
      typedef struct mlb_<kind>_options mlb_<kind>_options;       (if it has options)
      mlb_<kind>_options_create / _destroy / _set_<option>(..., mlb_error** error)
      mlb_status mlb_<kind>_runner_create(<kind arguments>,
@@ -469,8 +615,100 @@ MLB_API mlb_status mlb_onnx_runner_create(const mlb_onnx_model* model, const mlb
                                          [const mlb_<kind>_options* options,]
                                          mlb_runner** runner, mlb_error** error);
    and returns the shared mlb_runner handle: every mlb_runner_* call works on
-   it. A kind whose component was not built returns MLB_UNIMPLEMENTED from
-   its constructor. docs/c-api.md, "Adding a runner kind", has the recipe. */
+   it, and it can be an RL agent. A kind built into the core library but
+   configured out returns MLB_UNIMPLEMENTED from its constructors; a kind in
+   an optional library is defined by that library. docs/c-api.md, "Adding a
+   runner kind", has the recipe. */
+
+/* ==== multi-agent RL episodes (mlbridge/rl_driver.h) ===================== */
+
+/* A driver runs episodes of an environment (the compiler side, as callbacks)
+   with a list of agents (a name and any runner each):
+     reset(); while (!done()) { a = next_agent(); observe(a, runner[a]);
+                                mlb_runner_evaluate(runner[a]); step(a, runner[a]); }
+   The first error ends the episode; its message names the agent (name and
+   index) and the step (from 0). An episode not done after max_steps
+   decisions is MLB_RESOURCE_EXHAUSTED; an agent index out of range from
+   next_agent is MLB_OUT_OF_RANGE. A driver, like a runner, is used by one
+   thread at a time. */
+typedef struct mlb_rl_agents mlb_rl_agents;
+typedef struct mlb_rl_options mlb_rl_options;
+typedef struct mlb_rl_driver mlb_rl_driver;
+
+/* The environment's callbacks. Set struct_size to sizeof(mlb_rl_environment):
+   fields are only ever appended, and the library reads struct_size bytes.
+   A callback that fails returns an error code and may set *error to an
+   mlb_error_new(...) that the library takes over (its message ends up in the
+   episode's error). */
+typedef struct mlb_rl_environment {
+  size_t struct_size;
+  void* user; /* passed to every callback */
+  /* Starts an episode. Optional (NULL: nothing to do). */
+  mlb_status (*reset)(void* user, mlb_error** error);
+  /* Non-zero when the episode is over; asked before every step. Required. */
+  int (*done)(void* user);
+  /* The index (into the agent list) of the agent that acts now. Optional
+     (NULL: always agent 0). */
+  mlb_status (*next_agent)(void* user, int32_t* agent, mlb_error** error);
+  /* Fills `runner`'s inputs for `agent`'s decision (mlb_runner_input_data,
+     mlb_runner_set_feature, ...). Required. */
+  mlb_status (*observe)(void* user, int32_t agent, mlb_runner* runner, mlb_error** error);
+  /* Applies the decision: reads `runner`'s outputs (mlb_runner_get_output,
+     ...). Required. */
+  mlb_status (*step)(void* user, int32_t agent, mlb_runner* runner, mlb_error** error);
+} mlb_rl_environment;
+
+/* An ordered list of agents. */
+MLB_API mlb_status mlb_rl_agents_create(mlb_rl_agents** agents, mlb_error** error) MLB_NOEXCEPT;
+MLB_API void mlb_rl_agents_destroy(mlb_rl_agents* agents) MLB_NOEXCEPT;
+/* Appends an agent: a name (for errors and statistics), a borrowed runner
+   (it must outlive the list), and an optional role `context` (NULL or "").
+   Several agents may share one runner. */
+MLB_API mlb_status mlb_rl_agents_add(mlb_rl_agents* agents, const char* name, mlb_runner* runner,
+                                     const char* context, mlb_error** error) MLB_NOEXCEPT;
+MLB_API mlb_status mlb_rl_agents_count(const mlb_rl_agents* agents, size_t* count, mlb_error** error) MLB_NOEXCEPT;
+/* Index of the first agent named `name`; MLB_NOT_FOUND if none. */
+MLB_API mlb_status mlb_rl_agents_find(const mlb_rl_agents* agents, const char* name, int32_t* index,
+                                      mlb_error** error) MLB_NOEXCEPT;
+
+/* When the driver sends contexts (mlb_runner_set_context): an agent's context
+   is "EPISODE/ROLE" from the options' context and the agent's, or whichever
+   of them is set; an agent with neither gets none. */
+typedef int32_t mlb_rl_context_mode;
+enum {
+  MLB_RL_CONTEXT_NONE = 0,        /* never */
+  MLB_RL_CONTEXT_PER_EPISODE = 1, /* once per agent when an episode starts (default) */
+  MLB_RL_CONTEXT_PER_DECISION = 2 /* before a decision, when the runner's last context was
+                                     another agent's (agents sharing a runner) */
+};
+/* Episode options: max_steps 1000000, no context, MLB_RL_CONTEXT_PER_EPISODE. */
+MLB_API mlb_status mlb_rl_options_create(mlb_rl_options** options, mlb_error** error) MLB_NOEXCEPT;
+MLB_API void mlb_rl_options_destroy(mlb_rl_options* options) MLB_NOEXCEPT;
+/* Most decisions one episode may take (> 0). */
+MLB_API mlb_status mlb_rl_options_set_max_steps(mlb_rl_options* options, int64_t max_steps,
+                                                mlb_error** error) MLB_NOEXCEPT;
+/* Names the episode (e.g. the function being compiled); NULL or "": none. */
+MLB_API mlb_status mlb_rl_options_set_context(mlb_rl_options* options, const char* context,
+                                              mlb_error** error) MLB_NOEXCEPT;
+MLB_API mlb_status mlb_rl_options_set_context_mode(mlb_rl_options* options, mlb_rl_context_mode mode,
+                                                   mlb_error** error) MLB_NOEXCEPT;
+
+MLB_API mlb_status mlb_rl_driver_create(mlb_rl_driver** driver, mlb_error** error) MLB_NOEXCEPT;
+MLB_API void mlb_rl_driver_destroy(mlb_rl_driver* driver) MLB_NOEXCEPT;
+/* Runs one episode (`options` may be NULL for the defaults). `steps` (may be
+   NULL) receives the decisions taken, also on failure. */
+MLB_API mlb_status mlb_rl_driver_run_episode(mlb_rl_driver* driver, const mlb_rl_environment* environment,
+                                             const mlb_rl_agents* agents, const mlb_rl_options* options,
+                                             int64_t* steps, mlb_error** error) MLB_NOEXCEPT;
+/* Statistics of the last episode, complete or not: decisions taken (`steps`),
+   per agent (`decisions[i]` for agent i, for the first `count` agents; may be
+   NULL with count 0), and the agent that failed (-1 when none did, or when
+   the environment or the step budget failed). Each out-parameter may be NULL. */
+MLB_API mlb_status mlb_rl_driver_last_episode(const mlb_rl_driver* driver, int64_t* steps, int64_t* decisions,
+                                              size_t count, int32_t* failed_agent, mlb_error** error) MLB_NOEXCEPT;
+/* Episodes started by this driver, failed ones included. */
+MLB_API mlb_status mlb_rl_driver_episodes(const mlb_rl_driver* driver, int64_t* episodes,
+                                          mlb_error** error) MLB_NOEXCEPT;
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -135,6 +135,18 @@ extern "C" void mlb_error_free(mlb_error* error) noexcept {
   if (error != &mlbridge::capi::gOutOfMemory) delete error;
 }
 
+extern "C" mlb_error* mlb_error_new(mlb_status code, const char* message) noexcept {
+  mlb_error* e = nullptr;
+  Status made = mlbridge::capi::callNoThrow([&]() -> Status {
+    std::unique_ptr<mlb_error> p(new mlb_error);
+    p->code = code;
+    if (message) p->message = message;
+    e = p.release();
+    return Status::OK();
+  });
+  return made.ok() ? e : &mlbridge::capi::gOutOfMemory;
+}
+
 extern "C" void mlb_string_free(char* s) noexcept { std::free(s); }
 
 // ---- dtypes and formats ----------------------------------------------------

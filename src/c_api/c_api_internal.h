@@ -54,6 +54,10 @@ namespace capi {
 
 inline mlb_status toC(StatusCode code) { return static_cast<mlb_status>(code); }
 inline mlb_status toC(const Status& s) { return toC(s.code()); }
+// A C code as a StatusCode (codes this library does not know are kUnknown).
+inline StatusCode fromC(mlb_status code) {
+  return code >= MLB_OK && code <= MLB_DATA_LOSS ? static_cast<StatusCode>(code) : StatusCode::kUnknown;
+}
 
 // Fills *error (if error is not NULL) from a non-OK status; returns its code.
 mlb_status report(mlb_error** error, const Status& s) noexcept;

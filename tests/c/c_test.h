@@ -35,6 +35,12 @@ extern int mlbt_failures;
     }                                                                           \
   } while (0)
 
+#define FAIL(message)                                                  \
+  do {                                                                 \
+    fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, (message));     \
+    ++mlbt_failures;                                                   \
+  } while (0)
+
 /* Stops the current test case when `cond` is false. */
 #define REQUIRE(cond)                                                             \
   do {                                                                            \
@@ -138,6 +144,9 @@ pid_t mlbt_fake_model_start(const char* base, mlbt_fake_mode mode, size_t in_byt
    -1 if it cannot start (the reason is printed). The interpreter is
    $MLBRIDGE_TEST_PYTHON, else python3. */
 pid_t mlbt_python_model_start(const char* base, const char* model);
+/* `python -m ARGS...` (NULL-terminated), waited for until it prints a line
+   containing "ready", which is copied to `ready_line`; -1 on failure. */
+pid_t mlbt_python_start(const char* const* args, char* ready_line, size_t capacity);
 
 /* SIGKILL and reap; 0 is ignored. */
 void mlbt_kill(pid_t pid);
