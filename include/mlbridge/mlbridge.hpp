@@ -2,6 +2,7 @@
 #ifndef MLBRIDGE_MLBRIDGE_HPP
 #define MLBRIDGE_MLBRIDGE_HPP
 
+#include "mlbridge/aot_runner.h"
 #include "mlbridge/dtype.h"
 #include "mlbridge/feature.h"
 #include "mlbridge/log.h"

@@ -1,0 +1,138 @@
+// AotModelRunner (include/mlbridge/aot_runner.h): spec matching identical to
+// NativeModelRunner's; inputs are read in place from the feature buffers and
+// bound outputs are written straight into the advice buffers.
+#include "mlbridge/aot_runner.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <new>
+
+namespace mlbridge {
+
+namespace {
+
+std::string specList(const std::vector<TensorSpec>& specs) {
+  std::string s;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    if (i) s += ", ";
+    s += "'" + specs[i].name() + "' (" + dtypeName(specs[i].type()) + " " + shapeToString(specs[i].shape()) + ")";
+  }
+  return s.empty() ? "none" : s;
+}
+
+std::vector<TensorSpec> specsOf(const mlbridge_aot_tensor* t, size_t n) {
+  std::vector<TensorSpec> out;
+  for (size_t i = 0; i < n; ++i)
+    out.emplace_back(t[i].name ? t[i].name : "", static_cast<DType>(t[i].dtype),
+                     std::vector<int64_t>(t[i].shape, t[i].shape + t[i].rank));
+  return out;
+}
+
+}  // namespace
+
+std::vector<TensorSpec> AotModelRunner::inputsOf(const mlbridge_aot_model* m) {
+  return m ? specsOf(m->inputs, m->num_inputs) : std::vector<TensorSpec>();
+}
+std::vector<TensorSpec> AotModelRunner::outputsOf(const mlbridge_aot_model* m) {
+  return m ? specsOf(m->outputs, m->num_outputs) : std::vector<TensorSpec>();
+}
+
+AotModelRunner::AotModelRunner(const mlbridge_aot_model* model, std::vector<TensorSpec> features,
+                               std::vector<TensorSpec> advice)
+    : ModelRunner(std::move(features), std::move(advice)), model_(model) {}
+
+AotModelRunner::~AotModelRunner() = default;
+
+StatusOr<std::unique_ptr<AotModelRunner>> AotModelRunner::create(const mlbridge_aot_model* model,
+                                                                std::vector<TensorSpec> features,
+                                                                std::vector<TensorSpec> advice) {
+  if (!model) return invalidArgument("AotModelRunner::create: no model");
+  if (model->abi_version != MLBRIDGE_AOT_ABI_VERSION)
+    return Status(StatusCode::kFailedPrecondition,
+                  "AOT model '" + std::string(model->name ? model->name : "") + "' has ABI version " +
+                      std::to_string(model->abi_version) + "; this library expects " +
+                      std::to_string(MLBRIDGE_AOT_ABI_VERSION) + " (regenerate it with this mlbridge-aot)");
+  if (!model->run || (model->num_inputs && !model->inputs) || (model->num_outputs && !model->outputs))
+    return invalidArgument("AotModelRunner::create: malformed model descriptor");
+  MLBRIDGE_RETURN_IF_ERROR(validateSpecs(features, "feature"));
+  MLBRIDGE_RETURN_IF_ERROR(validateSpecs(advice, "advice"));
+  if (advice.empty()) return invalidArgument("a runner needs at least one output (advice) spec");
+
+  const std::vector<TensorSpec> ins = inputsOf(model), outs = outputsOf(model);
+  std::vector<int> featureOf(ins.size(), -1);
+  for (size_t i = 0; i < ins.size(); ++i) {
+    const TensorSpec& in = ins[i];
+    for (size_t f = 0; f < features.size(); ++f)
+      if (features[f].name() == in.name()) featureOf[i] = static_cast<int>(f);
+    if (featureOf[i] < 0)
+      return Status(StatusCode::kNotFound, "the model needs input '" + in.name() + "' (" + dtypeName(in.type()) + " " +
+                                               shapeToString(in.shape()) + ") but no feature has that name; features: " +
+                                               specList(features));
+    const TensorSpec& f = features[static_cast<size_t>(featureOf[i])];
+    if (f.type() != in.type())
+      return invalidArgument("feature '" + f.name() + "' is " + dtypeName(f.type()) + " but the model's input is " +
+                             dtypeName(in.type()));
+    if (f.shape() != in.shape())
+      return invalidArgument("feature '" + f.name() + "' has shape " + shapeToString(f.shape()) +
+                             " but the model's input has shape " + shapeToString(in.shape()) +
+                             " (AOT models have the shapes they were generated with)");
+  }
+  std::vector<int> outputOf(advice.size(), -1);
+  size_t matched = 0;
+  for (size_t a = 0; a < advice.size(); ++a)
+    for (size_t o = 0; o < outs.size(); ++o)
+      if (outs[o].name() == advice[a].name()) {
+        outputOf[a] = static_cast<int>(o);
+        ++matched;
+      }
+  if (matched == 0 && advice.size() == outs.size()) {
+    for (size_t a = 0; a < advice.size(); ++a) outputOf[a] = static_cast<int>(a);
+  } else {
+    for (size_t a = 0; a < advice.size(); ++a)
+      if (outputOf[a] < 0)
+        return Status(StatusCode::kNotFound, "advice '" + advice[a].name() + "' matches no model output; outputs: " +
+                                                 specList(outs));
+  }
+  for (size_t a = 0; a < advice.size(); ++a) {
+    const TensorSpec& o = outs[static_cast<size_t>(outputOf[a])];
+    if (o.type() != advice[a].type())
+      return invalidArgument("advice '" + advice[a].name() + "' is " + dtypeName(advice[a].type()) +
+                             " but model output '" + o.name() + "' is " + dtypeName(o.type()));
+    if (o.shape() != advice[a].shape())
+      return invalidArgument("advice '" + advice[a].name() + "' has shape " + shapeToString(advice[a].shape()) +
+                             " but model output '" + o.name() + "' has shape " + shapeToString(o.shape()));
+  }
+
+  std::unique_ptr<AotModelRunner> r(new AotModelRunner(model, std::move(features), std::move(advice)));
+  MLBRIDGE_RETURN_IF_ERROR(r->initBuffers());
+  const size_t align = 64;
+  r->scratch_.reset(new (std::nothrow) unsigned char[model->scratch_bytes + align]);
+  if (!r->scratch_) return Status(StatusCode::kResourceExhausted, "cannot allocate the model's scratch memory");
+  uintptr_t base = reinterpret_cast<uintptr_t>(r->scratch_.get());
+  r->alignedScratch_ = r->scratch_.get() + ((align - base % align) % align);
+  for (size_t i = 0; i < ins.size(); ++i)
+    r->inputs_.push_back(r->inputRefs()[static_cast<size_t>(featureOf[i])].data);
+  r->outputs_.assign(outs.size(), nullptr);
+  for (size_t a = 0; a < r->outputRefs().size(); ++a)
+    r->outputs_[static_cast<size_t>(outputOf[a])] = r->outputRefs()[a].data;
+  size_t sinkBytes = 0;
+  for (size_t o = 0; o < outs.size(); ++o)
+    if (!r->outputs_[o]) sinkBytes = std::max(sinkBytes, model->outputs[o].bytes);
+  if (sinkBytes) {
+    r->sink_.reset(new (std::nothrow) unsigned char[sinkBytes]);
+    if (!r->sink_) return Status(StatusCode::kResourceExhausted, "cannot allocate output memory");
+    for (size_t o = 0; o < outs.size(); ++o)
+      if (!r->outputs_[o]) r->outputs_[o] = r->sink_.get();
+  }
+  return r;
+}
+
+Status AotModelRunner::evaluateImpl() {
+  if (const char* err = model_->run(inputs_.data(), outputs_.data(), alignedScratch_))
+    return Status(StatusCode::kAborted, std::string("AOT model '") + (model_->name ? model_->name : "") +
+                                            "' rejected its input: " + err);
+  return Status::OK();
+}
+
+}  // namespace mlbridge
