@@ -28,3 +28,9 @@ mlbridge_add_aot_model(TARGET mlbridge_aot_bench_fc MODEL ${_aot_bench_dir}/aot_
 add_executable(mlbridge-aot-bench ${CMAKE_CURRENT_LIST_DIR}/aot_bench.cc)
 target_compile_options(mlbridge-aot-bench PRIVATE ${MLBRIDGE_WARNINGS})
 target_link_libraries(mlbridge-aot-bench PRIVATE mlbridge_aot_bench_mlp mlbridge_aot_bench_fc mlbridge)
+
+# mlbridge-bench --runner aot (bench/inproc_bench.cc) uses the same generated models.
+if(TARGET mlbridge-bench)
+  target_compile_definitions(mlbridge-bench PRIVATE MLBRIDGE_BENCH_WITH_AOT=1)
+  target_link_libraries(mlbridge-bench PRIVATE mlbridge_aot_bench_mlp mlbridge_aot_bench_fc)
+endif()

@@ -1,12 +1,12 @@
-// Shared by the AOT benchmark (bench/aot_bench.cc) and its model writer
+// Shared by the benchmarks: the AOT benchmark (bench/aot_bench.cc), its model writer
 // (bench/aot_bench_models.cc): the benchmark models of engine_bench.cc (same
 // ONNX writer, same seeded weights) and the same hand-written floors.
 //  * mlp: 300 -> 64 tanh -> 64 relu -> 15 softmax (Gemm, transB=1);
 //  * fc50k: one fully-connected layer 50,000 -> 1.
 // The floor is a plain C++ loop over transposed weights (std::tanh,
 // std::exp), compiled with the same flags as the code it is compared with.
-// (A copy of the helpers of engine_bench.cc, which can include this header
-// instead.)
+// Also used by engine_bench.cc and by mlbridge-bench --runner
+// native|aot|onnxruntime (bench/inproc_bench.cc).
 #ifndef MLBRIDGE_BENCH_MLP_FLOOR_H
 #define MLBRIDGE_BENCH_MLP_FLOOR_H
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "mlbridge/onnxruntime_runner.h"
+#include "mlp_floor.h"
 #include "onnx_builder.h"
 
 namespace mlbridge {
@@ -20,80 +21,16 @@ namespace bench {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
 namespace ox = onnxtest;
 
-struct Layer {
-  int in, out;
-  std::vector<float> w;   // [out][in] (Gemm transB=1)
-  std::vector<float> wt;  // [in][out], for the loop
-  std::vector<float> b;
-};
-
-Layer makeLayer(int in, int out, std::mt19937& rng) {
-  std::normal_distribution<float> nd(0.f, 1.f / std::sqrt(static_cast<float>(in)));
-  Layer l{in, out, std::vector<float>(size_t(in) * size_t(out)), std::vector<float>(size_t(in) * size_t(out)),
-          std::vector<float>(size_t(out))};
-  for (float& v : l.w) v = nd(rng);
-  for (float& v : l.b) v = nd(rng) * 0.1f;
-  for (int o = 0; o < out; ++o)
-    for (int i = 0; i < in; ++i) l.wt[size_t(i) * size_t(out) + size_t(o)] = l.w[size_t(o) * size_t(in) + size_t(i)];
-  return l;
-}
-
-__attribute__((noinline)) void dense(const Layer& l, const float* x, float* y) {
-  for (int o = 0; o < l.out; ++o) y[o] = l.b[size_t(o)];
-  for (int i = 0; i < l.in; ++i) {
-    const float xi = x[i];
-    const float* w = &l.wt[size_t(i) * size_t(l.out)];
-    for (int o = 0; o < l.out; ++o) y[o] += xi * w[o];
-  }
-}
-
-__attribute__((noinline)) void mlpLoop(const Layer* L, const float* x, float* out) {
-  float h1[64], h2[64], h3[15];
-  dense(L[0], x, h1);
-  for (float& v : h1) v = std::tanh(v);
-  dense(L[1], h1, h2);
-  for (float& v : h2) v = v > 0 ? v : 0;
-  dense(L[2], h2, h3);
-  float mx = h3[0], sum = 0;
-  for (float v : h3) mx = std::max(mx, v);
-  for (int i = 0; i < 15; ++i) sum += (out[i] = std::exp(h3[i] - mx));
-  for (int i = 0; i < 15; ++i) out[i] /= sum;
-}
-
-__attribute__((noinline)) float fcLoop(const float* x, const float* w, size_t n, float b) {
-  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  const size_t body = n / 8 * 8;
-  for (size_t i = 0; i < body; i += 8)
-    for (size_t k = 0; k < 8; ++k) acc[k] += x[i + k] * w[i + k];
-  float s = b;
-  for (size_t i = body; i < n; ++i) s += x[i] * w[i];
-  for (float a : acc) s += a;
-  return s;
-}
-
-struct Stats {
-  double p50 = 0, p99 = 0;
-};
-
-template <class F>
-Stats timeIt(F&& f, int iterations) {
-  const int kBatch = 64;
-  for (int i = 0; i < 1000; ++i) f();  // warm-up
-  std::vector<double> samples;
-  for (int s = 0; s < std::max(1, iterations / kBatch); ++s) {
-    auto t0 = Clock::now();
-    for (int i = 0; i < kBatch; ++i) f();
-    samples.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / kBatch);
-  }
-  std::sort(samples.begin(), samples.end());
-  Stats st;
-  st.p50 = samples[samples.size() / 2];
-  st.p99 = samples[std::min(samples.size() - 1, samples.size() * 99 / 100)];
-  return st;
-}
+// The layers, the plain loops and the timing: bench/mlp_floor.h, shared with
+// mlbridge-engine-bench, mlbridge-aot-bench and mlbridge-bench.
+using mlbridge_bench::Layer;
+using mlbridge_bench::makeLayer;
+using mlbridge_bench::Stats;
+using mlbridge_bench::timeIt;
+inline void mlpLoop(const Layer* L, const float* x, float* out) { mlbridge_bench::handMlp(L, x, out); }
+inline float fcLoop(const float* x, const float* w, size_t n, float b) { return mlbridge_bench::handFc(x, w, n, b); }
 
 // Allocations per call over `calls` calls (after warm-up), or -1.
 template <class F>
