@@ -473,6 +473,16 @@ MLB_API mlb_status mlb_onnx_runner_create(const mlb_onnx_model* model, const mlb
                                           size_t feature_count, const mlb_spec* const* advice, size_t advice_count,
                                           mlb_runner** runner, mlb_error** error) MLB_NOEXCEPT;
 
+/* ==== runner kind "aot": a model compiled ahead of time by mlbridge-aot == */
+
+/* The descriptor a generated model returns from NAME_model() (see
+   mlbridge/aot_model.h and docs/aot.md). Matching rules as for "onnx".
+   MLB_UNIMPLEMENTED when the library was built without the engine. */
+struct mlbridge_aot_model;
+MLB_API mlb_status mlb_aot_runner_create(const struct mlbridge_aot_model* model, const mlb_spec* const* features,
+                                         size_t feature_count, const mlb_spec* const* advice, size_t advice_count,
+                                         mlb_runner** runner, mlb_error** error) MLB_NOEXCEPT;
+
 /* ==== runner kind "onnxruntime": ONNX Runtime, in process ============= */
 
 /* Defined in the optional library mlbridge::onnxruntime (built when CMake
