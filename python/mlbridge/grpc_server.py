@@ -41,6 +41,9 @@ _SERVICE = "mlbridge.v1.ModelService"
 _FMT = ProtobufFormat()
 
 
+# How long a session whose stream ended waits for its CloseSession.
+_CLOSE_GRACE_S = 2.0
+
 class _Live:
     """Per-session state: the stats object, the policy and its lock."""
 
@@ -294,22 +297,37 @@ class GrpcServer:
         if self._token is not None:
             _c.check_token(context, self._token)
         one = self._evaluate_one
-        sid = None
-        completed = False
+        state = {"sid": None, "completed": False}
+
+        def end_if_broken() -> None:
+            # A stream cancelled or broken (not half-closed): the compiler died.
+            sid = state["sid"]
+            if sid is not None and not state["completed"]:
+                with self._mutex:
+                    lv = self._live.pop(sid, None)   # once, whoever comes first
+                if lv is not None:
+                    self._end(lv, False, "the compiler's stream ended without CloseSession (compiler died?)")
+
+        # gRPC may never resume a generator whose call was cancelled while it
+        # waited at `yield`: the termination callback ends the session then.
+        if not context.add_callback(end_if_broken):
+            end_if_broken()   # already terminated
         try:
             for req in requests:
-                sid = req.session
+                state["sid"] = req.session
                 yield one(req, context)
             # Half-closed by the client (CloseSession follows), or cancelled
             # (the request iterator also just ends then, but the call is over).
-            completed = context.is_active()
+            state["completed"] = context.is_active()
+            if state["completed"] and state["sid"] is not None:
+                # CloseSession should follow at once. gRPC can also report a
+                # cancel as a plain end of the request stream, so a session
+                # still open after a grace period ends unclean.
+                grace = threading.Timer(_CLOSE_GRACE_S, self._end_if_open, (state["sid"],))
+                grace.daemon = True
+                grace.start()
         finally:
-            # A stream cancelled or broken (not half-closed): the compiler died.
-            if sid is not None and not completed:
-                with self._mutex:
-                    lv = self._live.pop(sid, None)
-                if lv is not None:
-                    self._end(lv, False, "the compiler's stream ended without CloseSession (compiler died?)")
+            end_if_broken()
 
     def _evaluate_one(self, req: Any, context: grpc.ServicerContext) -> bytes:
         lv = self._live.get(req.session)
@@ -372,6 +390,12 @@ class GrpcServer:
             self._ended.append(sess)
             if len(self._ended) > self._keep:
                 del self._ended[: len(self._ended) - self._keep]
+
+    def _end_if_open(self, sid: int) -> None:
+        with self._mutex:
+            lv = self._live.pop(sid, None)
+        if lv is not None:
+            self._end(lv, False, "the compiler's stream ended but CloseSession never came (compiler died?)")
 
     def _end(self, lv: _Live, clean: bool, error: Optional[str]) -> None:
         sess = lv.session

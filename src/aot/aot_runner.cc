@@ -3,6 +3,8 @@
 // bound outputs are written straight into the advice buffers.
 #include "mlbridge/aot_runner.h"
 
+#include "graph_binding.h"
+
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -12,14 +14,6 @@ namespace mlbridge {
 
 namespace {
 
-std::string specList(const std::vector<TensorSpec>& specs) {
-  std::string s;
-  for (size_t i = 0; i < specs.size(); ++i) {
-    if (i) s += ", ";
-    s += "'" + specs[i].name() + "' (" + dtypeName(specs[i].type()) + " " + shapeToString(specs[i].shape()) + ")";
-  }
-  return s.empty() ? "none" : s;
-}
 
 std::vector<TensorSpec> specsOf(const mlbridge_aot_tensor* t, size_t n) {
   std::vector<TensorSpec> out;
@@ -60,49 +54,12 @@ StatusOr<std::unique_ptr<AotModelRunner>> AotModelRunner::create(const mlbridge_
   if (advice.empty()) return invalidArgument("a runner needs at least one output (advice) spec");
 
   const std::vector<TensorSpec> ins = inputsOf(model), outs = outputsOf(model);
-  std::vector<int> featureOf(ins.size(), -1);
-  for (size_t i = 0; i < ins.size(); ++i) {
-    const TensorSpec& in = ins[i];
-    for (size_t f = 0; f < features.size(); ++f)
-      if (features[f].name() == in.name()) featureOf[i] = static_cast<int>(f);
-    if (featureOf[i] < 0)
-      return Status(StatusCode::kNotFound, "the model needs input '" + in.name() + "' (" + dtypeName(in.type()) + " " +
-                                               shapeToString(in.shape()) + ") but no feature has that name; features: " +
-                                               specList(features));
-    const TensorSpec& f = features[static_cast<size_t>(featureOf[i])];
-    if (f.type() != in.type())
-      return invalidArgument("feature '" + f.name() + "' is " + dtypeName(f.type()) + " but the model's input is " +
-                             dtypeName(in.type()));
-    if (f.shape() != in.shape())
-      return invalidArgument("feature '" + f.name() + "' has shape " + shapeToString(f.shape()) +
-                             " but the model's input has shape " + shapeToString(in.shape()) +
-                             " (AOT models have the shapes they were generated with)");
-  }
-  std::vector<int> outputOf(advice.size(), -1);
-  size_t matched = 0;
-  for (size_t a = 0; a < advice.size(); ++a)
-    for (size_t o = 0; o < outs.size(); ++o)
-      if (outs[o].name() == advice[a].name()) {
-        outputOf[a] = static_cast<int>(o);
-        ++matched;
-      }
-  if (matched == 0 && advice.size() == outs.size()) {
-    for (size_t a = 0; a < advice.size(); ++a) outputOf[a] = static_cast<int>(a);
-  } else {
-    for (size_t a = 0; a < advice.size(); ++a)
-      if (outputOf[a] < 0)
-        return Status(StatusCode::kNotFound, "advice '" + advice[a].name() + "' matches no model output; outputs: " +
-                                                 specList(outs));
-  }
-  for (size_t a = 0; a < advice.size(); ++a) {
-    const TensorSpec& o = outs[static_cast<size_t>(outputOf[a])];
-    if (o.type() != advice[a].type())
-      return invalidArgument("advice '" + advice[a].name() + "' is " + dtypeName(advice[a].type()) +
-                             " but model output '" + o.name() + "' is " + dtypeName(o.type()));
-    if (o.shape() != advice[a].shape())
-      return invalidArgument("advice '" + advice[a].name() + "' has shape " + shapeToString(advice[a].shape()) +
-                             " but model output '" + o.name() + "' has shape " + shapeToString(o.shape()));
-  }
+  // The rules every in-process runner shares; AOT shapes are all static.
+  std::vector<GraphInput> graphInputs;
+  for (const TensorSpec& in : ins) graphInputs.push_back(GraphInput{&in, &in.shape(), nullptr});
+  std::vector<size_t> featureOf, outputOf;
+  MLBRIDGE_RETURN_IF_ERROR(bindInputs(graphInputs, features, &featureOf));
+  MLBRIDGE_RETURN_IF_ERROR(bindOutputs(outs, advice, &outputOf));
 
   std::unique_ptr<AotModelRunner> r(new AotModelRunner(model, std::move(features), std::move(advice)));
   MLBRIDGE_RETURN_IF_ERROR(r->initBuffers());

@@ -1,6 +1,8 @@
 // OnnxModel and NativeModelRunner (include/mlbridge/onnx_runner.h).
 #include "mlbridge/onnx_runner.h"
 
+#include "graph_binding.h"
+
 #include <cstring>
 #include <map>
 
@@ -84,14 +86,6 @@ Status loadImpl(const void* data, size_t size, const OnnxLoadOptions& options, c
   return build(shared, std::move(*decls), shapes, options, implOut);
 }
 
-std::string specList(const std::vector<TensorSpec>& specs) {
-  std::string s;
-  for (size_t i = 0; i < specs.size(); ++i) {
-    if (i) s += ", ";
-    s += "'" + specs[i].name() + "' (" + dtypeName(specs[i].type()) + " " + shapeToString(specs[i].shape()) + ")";
-  }
-  return s.empty() ? "none" : s;
-}
 
 }  // namespace
 
@@ -180,48 +174,19 @@ StatusOr<std::unique_ptr<NativeModelRunner>> NativeModelRunner::create(std::shar
   MLBRIDGE_RETURN_IF_ERROR(validateSpecs(advice, "advice"));
   if (advice.empty()) return invalidArgument("a runner needs at least one output (advice) spec");
 
-  // Inputs: by name; symbolic dims take the feature's value.
+  // Inputs and outputs bind by the rules every in-process runner shares.
   const std::vector<TensorSpec>& ins = model->inputs();
-  std::vector<int> featureOf(ins.size(), -1);
+  std::vector<GraphInput> graphInputs;
+  for (size_t i = 0; i < ins.size(); ++i)
+    graphInputs.push_back(GraphInput{&ins[i], &model->declaredInputDims(i), &model->declaredInputDimNames(i)});
+  std::vector<size_t> featureOf;
+  MLBRIDGE_RETURN_IF_ERROR(bindInputs(graphInputs, features, &featureOf));
+  // Symbolic dimensions take the features' values: specialize once.
   std::vector<std::vector<int64_t>> bound(ins.size());
-  std::map<std::string, std::pair<int64_t, std::string>> params;  // dim_param -> (value, feature)
   bool rebind = false;
   for (size_t i = 0; i < ins.size(); ++i) {
-    const TensorSpec& in = ins[i];
-    for (size_t f = 0; f < features.size(); ++f)
-      if (features[f].name() == in.name()) featureOf[i] = static_cast<int>(f);
-    if (featureOf[i] < 0)
-      return Status(StatusCode::kNotFound, "the model needs input '" + in.name() + "' (" + dtypeName(in.type()) + " " +
-                                               shapeToString(in.shape()) + ") but no feature has that name; features: " +
-                                               specList(features));
-    const TensorSpec& f = features[static_cast<size_t>(featureOf[i])];
-    if (f.type() != in.type())
-      return invalidArgument("feature '" + f.name() + "' is " + dtypeName(f.type()) + " but the model's input is " +
-                             dtypeName(in.type()));
-    const std::vector<int64_t>& declared = model->declaredInputDims(i);
-    bool ok = f.shape().size() == declared.size();
-    for (size_t k = 0; ok && k < declared.size(); ++k) {
-      if (declared[k] >= 0 && declared[k] != f.shape()[k]) ok = false;
-    }
-    if (!ok) {
-      std::vector<int64_t> shown = declared;
-      return invalidArgument("feature '" + f.name() + "' has shape " + shapeToString(f.shape()) +
-                             " but the model's input has shape " + shapeToString(shown) + " (-1: any)");
-    }
-    const std::vector<std::string>& names = model->declaredInputDimNames(i);
-    for (size_t k = 0; k < declared.size(); ++k) {
-      if (declared[k] >= 0 || names[k].empty()) continue;
-      auto it = params.find(names[k]);
-      if (it == params.end()) {
-        params[names[k]] = {f.shape()[k], f.name()};
-      } else if (it->second.first != f.shape()[k]) {
-        return invalidArgument("dimension '" + names[k] + "' is " + std::to_string(it->second.first) + " in feature '" +
-                               it->second.second + "' but " + std::to_string(f.shape()[k]) + " in feature '" +
-                               f.name() + "'");
-      }
-    }
-    bound[i] = f.shape();
-    if (bound[i] != in.shape()) rebind = true;
+    bound[i] = features[featureOf[i]].shape();
+    if (bound[i] != ins[i].shape()) rebind = true;
   }
   std::shared_ptr<const OnnxModel> m = model;
   if (rebind) {
@@ -230,35 +195,11 @@ StatusOr<std::unique_ptr<NativeModelRunner>> NativeModelRunner::create(std::shar
     m = std::move(*s);
   }
 
-  // Outputs: by name, or by position when no name matches at all.
   const std::vector<TensorSpec>& outs = m->outputs();
-  std::vector<int> outputOf(advice.size(), -1);
-  size_t matched = 0;
-  for (size_t a = 0; a < advice.size(); ++a)
-    for (size_t o = 0; o < outs.size(); ++o)
-      if (outs[o].name() == advice[a].name()) {
-        outputOf[a] = static_cast<int>(o);
-        ++matched;
-      }
-  if (matched == 0 && advice.size() == outs.size()) {
-    for (size_t a = 0; a < advice.size(); ++a) outputOf[a] = static_cast<int>(a);
-  } else {
-    for (size_t a = 0; a < advice.size(); ++a)
-      if (outputOf[a] < 0)
-        return Status(StatusCode::kNotFound, "advice '" + advice[a].name() + "' matches no model output; outputs: " +
-                                                 specList(outs));
-  }
+  std::vector<size_t> outputOf;
+  MLBRIDGE_RETURN_IF_ERROR(bindOutputs(outs, advice, &outputOf));
   std::vector<std::string> boundNames;
-  for (size_t a = 0; a < advice.size(); ++a) {
-    const TensorSpec& o = outs[static_cast<size_t>(outputOf[a])];
-    if (o.type() != advice[a].type())
-      return invalidArgument("advice '" + advice[a].name() + "' is " + dtypeName(advice[a].type()) +
-                             " but model output '" + o.name() + "' is " + dtypeName(o.type()));
-    if (o.shape() != advice[a].shape())
-      return invalidArgument("advice '" + advice[a].name() + "' has shape " + shapeToString(advice[a].shape()) +
-                             " but model output '" + o.name() + "' has shape " + shapeToString(o.shape()));
-    boundNames.push_back(o.name());
-  }
+  for (size_t a = 0; a < advice.size(); ++a) boundNames.push_back(outs[outputOf[a]].name());
 
   std::unique_ptr<NativeModelRunner> r(new NativeModelRunner(std::move(features), std::move(advice)));
   MLBRIDGE_RETURN_IF_ERROR(r->initBuffers());

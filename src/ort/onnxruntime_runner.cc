@@ -2,6 +2,8 @@
 // over the ONNX Runtime C API (error codes, no exceptions).
 #include "mlbridge/onnxruntime_runner.h"
 
+#include "graph_binding.h"
+
 #include <sys/stat.h>
 
 #include <cerrno>
@@ -143,14 +145,6 @@ Status describe(const OrtTypeInfo* info, const std::string& name, PortInfo* out)
   return Status::OK();
 }
 
-std::string specList(const std::vector<TensorSpec>& specs) {
-  std::string s;
-  for (size_t i = 0; i < specs.size(); ++i) {
-    if (i) s += ", ";
-    s += "'" + specs[i].name() + "' (" + dtypeName(specs[i].type()) + " " + shapeToString(specs[i].shape()) + ")";
-  }
-  return s.empty() ? "none" : s;
-}
 
 const char* const kSpinIntra = "session.intra_op.allow_spinning";
 const char* const kSpinInter = "session.inter_op.allow_spinning";
@@ -373,85 +367,27 @@ StatusOr<std::unique_ptr<OnnxRuntimeRunner>> OnnxRuntimeRunner::create(std::shar
   if (advice.empty()) return invalidArgument("a runner needs at least one output (advice) spec");
   const OnnxRuntimeModel::Impl& mi = *model->impl_;
 
-  // Inputs: by name; symbolic dims take the feature's value.
+  // The rules every in-process runner shares; ONNX Runtime passes numbers only.
   const std::vector<TensorSpec>& ins = mi.inputs;
-  std::vector<size_t> featureOf(ins.size());
-  std::map<std::string, std::pair<int64_t, std::string>> params;  // dim_param -> (value, feature)
-  for (size_t i = 0; i < ins.size(); ++i) {
-    const TensorSpec& in = ins[i];
-    int found = -1;
-    for (size_t f = 0; f < features.size(); ++f)
-      if (features[f].name() == in.name()) found = static_cast<int>(f);
-    if (in.type() == DType::kInvalid || in.type() == DType::kString)
-      return unimplemented("the model's input '" + in.name() + "' is " + mi.inputTypeNames[i] +
-                           ", which the ONNX Runtime runner cannot pass");
-    if (found < 0)
-      return Status(StatusCode::kNotFound, "the model needs input '" + in.name() + "' (" + dtypeName(in.type()) + " " +
-                                               shapeToString(in.shape()) + ") but no feature has that name; features: " +
-                                               specList(features));
-    featureOf[i] = static_cast<size_t>(found);
-    const TensorSpec& f = features[featureOf[i]];
-    if (f.type() != in.type())
-      return invalidArgument("feature '" + f.name() + "' is " + dtypeName(f.type()) + " but the model's input is " +
-                             dtypeName(in.type()));
-    const std::vector<int64_t>& declared = in.shape();
-    bool ok = f.shape().size() == declared.size();
-    for (size_t k = 0; ok && k < declared.size(); ++k)
-      if (declared[k] >= 0 && declared[k] != f.shape()[k]) ok = false;
-    if (!ok)
-      return invalidArgument("feature '" + f.name() + "' has shape " + shapeToString(f.shape()) +
-                             " but the model's input has shape " + shapeToString(declared) + " (-1: any)");
-    const std::vector<std::string>& names = mi.inputDimNames[i];
-    for (size_t k = 0; k < declared.size(); ++k) {
-      if (declared[k] >= 0 || names[k].empty()) continue;
-      auto it = params.find(names[k]);
-      if (it == params.end()) {
-        params[names[k]] = {f.shape()[k], f.name()};
-      } else if (it->second.first != f.shape()[k]) {
-        return invalidArgument("dimension '" + names[k] + "' is " + std::to_string(it->second.first) + " in feature '" +
-                               it->second.second + "' but " + std::to_string(f.shape()[k]) + " in feature '" +
-                               f.name() + "'");
-      }
-    }
-  }
-
-  // Outputs: by name, or by position when no name matches at all.
   const std::vector<TensorSpec>& outs = mi.outputs;
-  std::vector<int> outputOf(advice.size(), -1);
-  size_t matched = 0;
-  for (size_t a = 0; a < advice.size(); ++a)
-    for (size_t o = 0; o < outs.size(); ++o)
-      if (outs[o].name() == advice[a].name()) {
-        outputOf[a] = static_cast<int>(o);
-        ++matched;
-      }
-  if (matched == 0 && advice.size() == outs.size()) {
-    for (size_t a = 0; a < advice.size(); ++a) outputOf[a] = static_cast<int>(a);
-  } else {
-    for (size_t a = 0; a < advice.size(); ++a)
-      if (outputOf[a] < 0)
-        return Status(StatusCode::kNotFound, "advice '" + advice[a].name() + "' matches no model output; outputs: " +
-                                                 specList(outs));
-  }
-  std::vector<std::string> boundNames;
-  for (size_t a = 0; a < advice.size(); ++a) {
-    const size_t o = static_cast<size_t>(outputOf[a]);
-    const TensorSpec& out = outs[o];
-    if (out.type() == DType::kInvalid || out.type() == DType::kString)
-      return unimplemented("the model's output '" + out.name() + "' is " + mi.outputTypeNames[o] +
+  std::vector<GraphInput> graphInputs;
+  for (size_t i = 0; i < ins.size(); ++i) {
+    if (ins[i].type() == DType::kInvalid || ins[i].type() == DType::kString)
+      return unimplemented("the model's input '" + ins[i].name() + "' is " + mi.inputTypeNames[i] +
                            ", which the ONNX Runtime runner cannot pass");
-    if (out.type() != advice[a].type())
-      return invalidArgument("advice '" + advice[a].name() + "' is " + dtypeName(advice[a].type()) +
-                             " but model output '" + out.name() + "' is " + dtypeName(out.type()));
-    bool ok = out.shape().size() == advice[a].shape().size();
-    for (size_t k = 0; ok && k < out.shape().size(); ++k)
-      if (out.shape()[k] >= 0 && out.shape()[k] != advice[a].shape()[k]) ok = false;
-    if (!ok)
-      return invalidArgument("advice '" + advice[a].name() + "' has shape " + shapeToString(advice[a].shape()) +
-                             " but model output '" + out.name() + "' has shape " + shapeToString(out.shape()) +
-                             " (-1: any)");
-    boundNames.push_back(out.name());
+    graphInputs.push_back(GraphInput{&ins[i], &ins[i].shape(), &mi.inputDimNames[i]});
   }
+  for (size_t o = 0; o < outs.size(); ++o)
+    if (outs[o].type() == DType::kInvalid || outs[o].type() == DType::kString)
+      for (const TensorSpec& a : advice)
+        if (a.name() == outs[o].name())
+          return unimplemented("the model's output '" + outs[o].name() + "' is " + mi.outputTypeNames[o] +
+                               ", which the ONNX Runtime runner cannot pass");
+  std::vector<size_t> featureOf, outputOf;
+  MLBRIDGE_RETURN_IF_ERROR(bindInputs(graphInputs, features, &featureOf));
+  MLBRIDGE_RETURN_IF_ERROR(bindOutputs(outs, advice, &outputOf));
+  std::vector<std::string> boundNames;
+  for (size_t a = 0; a < advice.size(); ++a) boundNames.push_back(outs[outputOf[a]].name());
 
   std::unique_ptr<OnnxRuntimeRunner> r(new OnnxRuntimeRunner(std::move(features), std::move(advice)));
   MLBRIDGE_RETURN_IF_ERROR(r->initBuffers());

@@ -257,8 +257,10 @@ def test_stream_ending_without_close_ends_session_unclean():
             replies = call(requests())
             assert next(replies).reply.tensors[0].data == np.int64(1).tobytes()
             replies.cancel()                   # the "compiler" dies: no half-close, no CloseSession
+            # Only now let the request iterator finish: releasing it before the
+            # server saw the cancel could send a half-close first.
+            assert done.wait(5)
             q.put(None)
-        assert done.wait(5)
         assert ended == [False]
         assert srv.sessions[-1].clean is False
         c._rpc.close()
