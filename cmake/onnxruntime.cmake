@@ -140,7 +140,8 @@ install(EXPORT MLBridgeOnnxRuntimeTargets NAMESPACE mlbridge:: DESTINATION ${CMA
 if(MLBRIDGE_BUILD_TESTS AND GTest_FOUND)
   file(GLOB MLBRIDGE_ONNXRUNTIME_TEST_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/tests/ort/*_test.cc)
   add_executable(mlbridge_ort_tests ${MLBRIDGE_ONNXRUNTIME_TEST_SOURCES})
-  target_include_directories(mlbridge_ort_tests PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/tests/ort)
+  target_include_directories(mlbridge_ort_tests PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/tests/ort
+    ${PROJECT_SOURCE_DIR}/tests/engine)
   target_compile_options(mlbridge_ort_tests PRIVATE ${MLBRIDGE_WARNINGS})
   target_compile_definitions(mlbridge_ort_tests PRIVATE MLBRIDGE_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
   target_link_libraries(mlbridge_ort_tests PRIVATE mlbridge_onnxruntime GTest::gtest GTest::gtest_main)

@@ -14,83 +14,15 @@
 #include <thread>
 
 #include "aot_registry.h"
-#include "json/json.h"
+#include "corpus.h"
 #include "mlbridge/aot_runner.h"
 
 namespace mlbridge {
 namespace {
 
-const std::string kModels = std::string(MLBRIDGE_SOURCE_DIR) + "/tests/engine/models";
+using namespace corpus;
+const std::string& kModels = modelsDir();
 
-std::string readAll(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-struct TensorCase {
-  std::string name;
-  DType dtype = DType::kInvalid;
-  std::vector<int64_t> shape;
-  std::string bytes;
-};
-struct Case {
-  std::vector<TensorCase> inputs, outputs;
-};
-struct ModelEntry {
-  std::string name, file;
-  double rtol = 1e-5, atol = 1e-6;
-  std::vector<Case> cases;
-};
-
-bool parseTensors(const json::Value* list, const std::string& blob, std::vector<TensorCase>* out) {
-  if (!list || !list->isArray()) return false;
-  for (const json::Value& t : list->items()) {
-    TensorCase tc;
-    int64_t off = 0, bytes = 0;
-    if (!t.find("name") || !t.find("dtype") || !t.find("shape") || !t.find("offset")->toInt64(&off) ||
-        !t.find("bytes")->toInt64(&bytes))
-      return false;
-    tc.name = t.find("name")->text();
-    tc.dtype = parseDType(t.find("dtype")->text());
-    for (const json::Value& d : t.find("shape")->items()) {
-      int64_t v;
-      if (!d.toInt64(&v)) return false;
-      tc.shape.push_back(v);
-    }
-    if (off < 0 || bytes < 0 || static_cast<size_t>(off + bytes) > blob.size()) return false;
-    tc.bytes = blob.substr(static_cast<size_t>(off), static_cast<size_t>(bytes));
-    out->push_back(std::move(tc));
-  }
-  return true;
-}
-
-const std::vector<ModelEntry>& manifest() {
-  static const std::vector<ModelEntry> models = [] {
-    std::vector<ModelEntry> ms;
-    StatusOr<json::Value> doc = json::parse(readAll(kModels + "/manifest.json"));
-    if (!doc.ok()) return ms;
-    for (const json::Value& m : doc->find("models")->items()) {
-      ModelEntry e;
-      e.name = m.find("name")->text();
-      e.file = m.find("file")->text();
-      m.find("rtol")->toDouble(&e.rtol);
-      m.find("atol")->toDouble(&e.atol);
-      std::string blob = readAll(kModels + "/" + m.find("data")->text());
-      for (const json::Value& c : m.find("cases")->items()) {
-        Case cs;
-        if (parseTensors(c.find("inputs"), blob, &cs.inputs) && parseTensors(c.find("outputs"), blob, &cs.outputs))
-          e.cases.push_back(std::move(cs));
-      }
-      ms.push_back(std::move(e));
-    }
-    return ms;
-  }();
-  return models;
-}
-
-// Every AOT compilation of a corpus file (one per specialization of its shapes).
 std::vector<const mlbridge_aot_model*> aotModels(const std::string& file) {
   std::string stem = file.substr(0, file.rfind('.'));
   std::vector<const mlbridge_aot_model*> out;
@@ -103,53 +35,6 @@ const mlbridge_aot_model* aotModel(const std::string& file) {
   return all.empty() ? nullptr : all[0];
 }
 
-double elementAsDouble(DType t, const std::string& bytes, size_t k) {
-  auto get = [&](auto zero) {
-    decltype(zero) v;
-    std::memcpy(&v, bytes.data() + k * sizeof v, sizeof v);
-    return static_cast<double>(v);
-  };
-  switch (t) {
-    case DType::kFloat32: return get(float());
-    case DType::kFloat64: return get(double());
-    case DType::kInt64: return get(int64_t());
-    case DType::kInt32: return get(int32_t());
-    case DType::kInt8: return get(int8_t());
-    case DType::kUInt8:
-    case DType::kBool: return get(uint8_t());
-    default: return NAN;
-  }
-}
-
-::testing::AssertionResult closeEnough(const TensorCase& expected, const void* actual, double rtol, double atol) {
-  const size_t n = expected.bytes.size() / dtypeSize(expected.dtype);
-  std::string got(static_cast<const char*>(actual), expected.bytes.size());
-  size_t bad = 0;
-  std::string first;
-  for (size_t k = 0; k < n; ++k) {
-    double e = elementAsDouble(expected.dtype, expected.bytes, k);
-    double a = elementAsDouble(expected.dtype, got, k);
-    bool ok = isFloating(expected.dtype)
-                  ? (std::isnan(e) && std::isnan(a)) || e == a || std::fabs(a - e) <= atol + rtol * std::fabs(e)
-                  : e == a;
-    if (!ok && bad++ == 0) {
-      char buf[160];
-      std::snprintf(buf, sizeof buf, "element %zu: expected %.9g, got %.9g", k, e, a);
-      first = buf;
-    }
-  }
-  if (bad == 0) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << "output '" << expected.name << "': " << bad << " of " << n
-                                       << " elements differ; " << first;
-}
-
-std::vector<TensorSpec> specsOf(const std::vector<TensorCase>& ts) {
-  std::vector<TensorSpec> specs;
-  for (const TensorCase& t : ts) specs.emplace_back(t.name, t.dtype, t.shape);
-  return specs;
-}
-
-// The case's input shapes are the ones the model was generated with.
 bool shapesMatch(const mlbridge_aot_model* m, const Case& c) {
   for (const TensorSpec& in : AotModelRunner::inputsOf(m))
     for (const TensorCase& t : c.inputs)
