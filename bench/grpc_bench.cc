@@ -28,9 +28,11 @@
 #include <vector>
 
 #include "mlbridge/grpc_runner.h"
+#include "bench_common.h"
 #include "mlbridge/mlbridge.hpp"
 
 using namespace mlbridge;
+using namespace mlbridge::bench;
 using Clock = std::chrono::steady_clock;
 
 namespace {
@@ -43,57 +45,7 @@ struct Options {
   double seconds = 5;
 };
 
-struct Stats {
-  double totalMs = 0, p50Us = 0, p99Us = 0, meanUs = 0;
-  size_t calls = 0;
-  double decisionsPerSec = 0;
-};
 
-double percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t i = static_cast<size_t>(p * (v.size() - 1) + 0.5);
-  return v[std::min(i, v.size() - 1)];
-}
-
-Stats summarize(const std::vector<std::vector<double>>& groups) {
-  Stats s;
-  std::vector<double> all;
-  for (const auto& calls : groups) {
-    if (groups.size() > 1) s.totalMs += percentile(calls, 0.5) / 1000.0;
-    else
-      for (double us : calls) s.totalMs += us / 1000.0;
-    all.insert(all.end(), calls.begin(), calls.end());
-  }
-  s.calls = all.size();
-  s.p50Us = percentile(all, 0.5);
-  s.p99Us = percentile(all, 0.99);
-  double sum = 0;
-  for (double x : all) sum += x;
-  s.meanUs = all.empty() ? 0 : sum / all.size();
-  return s;
-}
-
-void pinTo(int cpu) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (cpu < 0) {
-    for (int i = 0; i < CPU_SETSIZE; ++i) CPU_SET(i, &set);
-  } else {
-    CPU_SET(cpu, &set);
-  }
-  sched_setaffinity(0, sizeof set, &set);
-}
-
-std::string pythonPathEnv() {
-  const char* old = std::getenv("PYTHONPATH");
-#ifdef MLBRIDGE_SOURCE_DIR
-  std::string src = std::string(MLBRIDGE_SOURCE_DIR) + "/python";
-  return old && *old ? src + ":" + old : src;
-#else
-  return old ? old : "";
-#endif
-}
 
 // The Python model server; its port from its ready line.
 struct Peer {
@@ -104,8 +56,7 @@ struct Peer {
     if (pipe(fds) != 0) return;
     pid = fork();
     if (pid == 0) {
-      if (cpu >= 0) pinTo(cpu);
-      else pinTo(-1);
+      pinTo(cpu);
       dup2(fds[1], 1);
       close(fds[0]);
       int devnull = open("/dev/null", O_RDONLY);
@@ -258,14 +209,6 @@ Stats run(const Options& o, const std::string& model, int peerCpu, Status* error
   return s;
 }
 
-std::string statsJson(const Stats& s) {
-  char buf[320];
-  std::snprintf(buf, sizeof buf,
-                "{\"total_ms\":%.3f,\"p50_us\":%.2f,\"p99_us\":%.2f,\"mean_us\":%.2f,\"calls\":%zu,"
-                "\"decisions_per_s\":%.1f}",
-                s.totalMs, s.p50Us, s.p99Us, s.meanUs, s.calls, s.decisionsPerSec);
-  return buf;
-}
 
 int usage() {
   std::fprintf(stderr,

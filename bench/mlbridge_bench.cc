@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_common.h"
 #include "mlbridge/mlbridge.hpp"
 
 int mlbridgeBenchInproc(int argc, char** argv);  // bench/inproc_bench.cc: --runner native|aot|onnxruntime
@@ -35,6 +36,7 @@ int mlbridgeBenchGrpc(int argc, char** argv);  // bench/grpc_bench.cc: --runner 
 #endif
 
 using namespace mlbridge;
+using namespace mlbridge::bench;
 using Clock = std::chrono::steady_clock;
 
 namespace {
@@ -45,55 +47,7 @@ struct Options {
   int iterations = 100000;
 };
 
-struct Stats {
-  double totalMs = 0, p50Us = 0, p99Us = 0, meanUs = 0;
-  size_t calls = 0;
-};
 
-double percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t i = static_cast<size_t>(p * (v.size() - 1) + 0.5);
-  return v[std::min(i, v.size() - 1)];
-}
-
-// Per-call latencies (us). With several groups (rtt: one per size) the total
-// is the sum of each group's median, as in the paper; with one group
-// (latency) it is the sum of all calls.
-Stats summarize(const std::vector<std::vector<double>>& perSize) {
-  Stats s;
-  std::vector<double> all;
-  for (const auto& calls : perSize) {
-    if (perSize.size() > 1) {
-      s.totalMs += percentile(calls, 0.5) / 1000.0;
-    } else {
-      for (double us : calls) s.totalMs += us / 1000.0;
-    }
-    all.insert(all.end(), calls.begin(), calls.end());
-  }
-  s.calls = all.size();
-  s.p50Us = percentile(all, 0.5);
-  s.p99Us = percentile(all, 0.99);
-  double sum = 0;
-  for (double x : all) sum += x;
-  s.meanUs = all.empty() ? 0 : sum / all.size();
-  return s;
-}
-
-void pinTo(int cpu) {
-  if (cpu < 0) return;
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  sched_setaffinity(0, sizeof set, &set);
-}
-
-void unpin() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  for (int i = 0; i < CPU_SETSIZE; ++i) CPU_SET(i, &set);
-  sched_setaffinity(0, sizeof set, &set);
-}
 
 pid_t spawn(const std::vector<std::string>& args, int cpu) {
   pid_t pid = fork();
@@ -142,16 +96,6 @@ std::vector<int64_t> rttSizes() {
   return s;
 }
 
-std::string pythonPathEnv() {
-#ifdef MLBRIDGE_SOURCE_DIR
-  std::string src = std::string(MLBRIDGE_SOURCE_DIR) + "/python";
-  const char* old = std::getenv("PYTHONPATH");
-  return old && *old ? src + ":" + old : src;
-#else
-  const char* old = std::getenv("PYTHONPATH");
-  return old ? old : "";
-#endif
-}
 
 std::string rawPeerPath() {
 #ifdef MLBRIDGE_SOURCE_DIR
@@ -298,12 +242,6 @@ Stats pipeRun(const Options& o, int peerCpu, Status* error) {
   return summarize(perSize);
 }
 
-std::string statsJson(const Stats& s) {
-  char buf[256];
-  std::snprintf(buf, sizeof buf, "{\"total_ms\":%.3f,\"p50_us\":%.2f,\"p99_us\":%.2f,\"mean_us\":%.2f,\"calls\":%zu}",
-                s.totalMs, s.p50Us, s.p99Us, s.meanUs, s.calls);
-  return buf;
-}
 
 int usage() {
   std::fprintf(stderr,
@@ -354,8 +292,7 @@ int main(int argc, char** argv) {
   for (const std::string& place : placements) {
     int selfCpu = place == "none" ? -1 : 0;
     int peerCpu = place == "cross" ? 1 : place == "same" ? 0 : -1;
-    if (selfCpu >= 0) pinTo(selfCpu);
-    else unpin();
+    pinTo(selfCpu);
     Status error;
     Stats floor = floorRun(o, peerCpu);
     Stats ours = pipeRun(o, peerCpu, &error);
