@@ -433,11 +433,6 @@ class PipeServer:
         advice = sess.advice
         on_context = getattr(policy, "on_context", None)
         send = self._send
-        # Bitstream replies are raw bytes: a scalar of the one advice tensor's
-        # numpy type is its own wire form.
-        scalar_type = (advice[0].np_dtype.type
-                       if not framed and len(advice) == 1 and advice[0].numel == 1
-                       and advice[0].np_dtype.kind != "O" else None)
         while True:
             try:
                 msg = self._next(dec)
@@ -459,12 +454,7 @@ class PipeServer:
                 obs = Observation(msg.id, sess.context, sess, msg.tensors)
                 try:
                     answer = policy(obs)
-                    if type(answer) is scalar_type:
-                        # The common bitstream case: a numpy scalar of the
-                        # advice's own dtype needs no checks or conversion.
-                        data = answer.tobytes()
-                    else:
-                        data = fmt.reply(msg.id, advice, coerce_all(answer, advice, "advice"))
+                    data = fmt.reply(msg.id, advice, coerce_all(answer, advice, "advice"))
                 except Exception as exc:
                     if not framed:
                         raise   # bitstream cannot carry it: close and tell serve()'s caller
