@@ -6,7 +6,9 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 
 debs=(cmake ninja-build g++ pkg-config libgtest-dev protobuf-compiler libprotobuf-dev
-      libgrpc++-dev protobuf-compiler-grpc llvm-19 clang-19 openssl)
+      libgrpc++-dev protobuf-compiler-grpc llvm-19 clang-19 openssl
+      # the compiler integrations (integrations/): LLVM pass plugin, MLIR pass, GCC plugin
+      llvm-19-dev llvm-19-tools libmlir-19-dev mlir-19-tools gcc-12-plugin-dev)
 missing=()
 for p in "${debs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -19,7 +21,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 PY=${PYTHON:-python3}
-if ! "$PY" -c "import numpy, pytest, google.protobuf, orjson, grpc, onnx, onnxruntime" >/dev/null 2>&1; then
+if ! "$PY" -c "import numpy, pytest, google.protobuf, orjson, grpc, onnx, onnxruntime, gymnasium, ray" >/dev/null 2>&1; then
   echo "setup: installing Python packages for $PY"
   "$PY" -m pip install -q --disable-pip-version-check -r "$root/python/requirements-dev.txt"
 fi

@@ -1,0 +1,15 @@
+// Entry point of the mlbridge LLVM pass plugin:
+//   opt -load-pass-plugin=libMLBridgeLLVM.so ...
+//   clang -fpass-plugin=libMLBridgeLLVM.so ...
+#include <llvm/Config/llvm-config.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Passes/PassPlugin.h>
+
+#include "passes.h"
+
+extern "C" LLVM_ATTRIBUTE_WEAK ::llvm::PassPluginLibraryInfo llvmGetPassPluginInfo() {
+  return {LLVM_PLUGIN_API_VERSION, "mlbridge", "0.1.0", [](llvm::PassBuilder& pb) {
+            mlbridge_llvm::registerInliner(pb);
+            mlbridge_llvm::registerPhaseOrdering(pb);
+          }};
+}
