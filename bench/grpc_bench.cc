@@ -29,6 +29,7 @@
 
 #include "mlbridge/grpc_runner.h"
 #include "bench_common.h"
+#include "common/python_grpc_server.h"
 #include "mlbridge/mlbridge.hpp"
 
 using namespace mlbridge;
@@ -47,47 +48,18 @@ struct Options {
 
 
 
-// The Python model server; its port from its ready line.
-struct Peer {
-  pid_t pid = -1;
-  int port = 0;
-  Peer(const Options& o, const std::string& model, int cpu, int maxWorkers) {
-    int fds[2];
-    if (pipe(fds) != 0) return;
-    pid = fork();
-    if (pid == 0) {
-      pinTo(cpu);
-      dup2(fds[1], 1);
-      close(fds[0]);
-      int devnull = open("/dev/null", O_RDONLY);
-      dup2(devnull, 0);
-      std::vector<std::string> args = {o.python, "-m", "mlbridge.grpc_server", "--model", model, "--max-workers",
-                                       std::to_string(maxWorkers)};
-      std::vector<char*> argv;
-      for (auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-      argv.push_back(nullptr);
-      execvp(argv[0], argv.data());
-      _exit(127);
-    }
-    close(fds[1]);
-    std::string line;
-    pollfd p{fds[0], POLLIN, 0};
-    while (line.find('\n') == std::string::npos && poll(&p, 1, 60000) > 0) {
-      char buf[256];
-      ssize_t n = read(fds[0], buf, sizeof buf);
-      if (n <= 0) break;
-      line.append(buf, static_cast<size_t>(n));
-    }
-    close(fds[0]);
-    size_t at = line.find("\"port\": ");
-    if (at != std::string::npos) port = std::atoi(line.c_str() + at + 8);
-  }
-  ~Peer() {
-    if (pid > 0) {
-      kill(pid, SIGKILL);
-      int st;
-      waitpid(pid, &st, 0);
-    }
+using BenchOptions = Options;
+
+// The Python model server, pinned to `cpu`; its port from its ready line.
+struct Peer : tools::PythonGrpcServer {
+  Peer(const BenchOptions& o, const std::string& model, int cpu, int maxWorkers)
+      : PythonGrpcServer({"--model", model, "--max-workers", std::to_string(maxWorkers)}, serverOptions(o, cpu)) {}
+  static PythonGrpcServer::Options serverOptions(const BenchOptions& o, int cpu) {
+    PythonGrpcServer::Options so;
+    so.python = o.python;
+    so.cpu = cpu;
+    so.readyTimeoutMs = 60000;
+    return so;
   }
 };
 
@@ -107,13 +79,13 @@ std::vector<TensorSpec> latencyFeatures() {
 Stats run(const Options& o, const std::string& model, int peerCpu, Status* error) {
   int maxWorkers = o.mode == "throughput" ? o.workers + 4 : 4;  // a thread per streaming session
   Peer peer(o, model, peerCpu, maxWorkers);
-  if (peer.port <= 0) {
+  if (peer.port() <= 0) {
     *error = unavailable("the Python model server did not start (python3 -m mlbridge.grpc_server)");
     return Stats();
   }
   std::vector<std::vector<double>> groups;
   if (o.mode == "rtt") {
-    auto ch = GrpcChannel::create(runnerOptions(peer.port));
+    auto ch = GrpcChannel::create(runnerOptions(peer.port()));
     if (!ch.ok()) {
       *error = ch.status();
       return Stats();
@@ -144,7 +116,7 @@ Stats run(const Options& o, const std::string& model, int peerCpu, Status* error
   }
   if (o.mode == "latency") {
     auto r = GrpcModelRunner::create(latencyFeatures(), {TensorSpec::create<int64_t>("inlining_decision", {1})},
-                                     runnerOptions(peer.port));
+                                     runnerOptions(peer.port()));
     if (!r.ok()) {
       *error = r.status();
       return Stats();
@@ -174,7 +146,7 @@ Stats run(const Options& o, const std::string& model, int peerCpu, Status* error
   for (int t = 0; t < o.workers; ++t)
     threads.emplace_back([&, t] {
       auto r = GrpcModelRunner::create(latencyFeatures(), {TensorSpec::create<int64_t>("inlining_decision", {1})},
-                                       runnerOptions(peer.port));
+                                       runnerOptions(peer.port()));
       ++ready;
       if (!r.ok()) {
         errors[t] = r.status();

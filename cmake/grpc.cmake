@@ -123,7 +123,7 @@ if(MLBRIDGE_BUILD_TESTS AND GTest_FOUND)
   file(GLOB MLBRIDGE_GRPC_TEST_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/tests/grpc/*_test.cc)
   if(MLBRIDGE_GRPC_TEST_SOURCES)
     add_executable(mlbridge_grpc_tests ${MLBRIDGE_GRPC_TEST_SOURCES})
-    target_include_directories(mlbridge_grpc_tests PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/tests/grpc
+    target_include_directories(mlbridge_grpc_tests PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/tools ${PROJECT_SOURCE_DIR}/tests/grpc
       ${_mlb_gen_dir})
     target_compile_options(mlbridge_grpc_tests PRIVATE ${MLBRIDGE_WARNINGS})
     target_compile_definitions(mlbridge_grpc_tests PRIVATE MLBRIDGE_SOURCE_DIR="${PROJECT_SOURCE_DIR}")

@@ -47,7 +47,7 @@ _CLOSE_GRACE_S = 2.0
 class _Live:
     """Per-session state: the stats object, the policy and its lock."""
 
-    __slots__ = ("session", "policy", "lock", "names", "index", "last", "zeros")
+    __slots__ = ("session", "policy", "lock", "names", "index", "last", "zeros", "streaming")
 
     def __init__(self, session: Session, policy: Any, lock: Any) -> None:
         self.session = session
@@ -55,8 +55,9 @@ class _Live:
         self.lock = lock
         self.names = tuple(s.name for s in session.features)
         self.index = {n: i for i, n in enumerate(self.names)}
-        self.last = time.monotonic()
+        self.last = time.monotonic()   # time of the last call: unary sessions expire when idle
         self.zeros: Any = None
+        self.streaming = False           # a stream owns it: ended by the stream, never expired
 
 
 class _LazyTensors(Mapping):
@@ -110,6 +111,11 @@ class GrpcServer:
     it lives, so it bounds the number of concurrent compiler sessions (more
     wait for a free thread). ``required_features``: names or
     specs the model needs; a session without them is refused at the handshake.
+    ``session_idle_timeout``: a session used by unary ``Evaluate`` calls (one
+    call per decision) that sees no call for this many seconds ends unclean
+    ("expired"), so clients that die without ``CloseSession`` do not leak
+    state; a later call on it is refused with NOT_FOUND saying so. Streaming
+    sessions end with their stream instead. ``None`` = never.
     """
 
     def __init__(self, policy: Union[Policy, Callable[[], Policy]], address: str = "127.0.0.1:0", *,
@@ -117,7 +123,7 @@ class GrpcServer:
                  per_session: bool = False, concurrent: bool = False,
                  required_features: Optional[Iterable[Any]] = None, allow_insecure_remote: bool = False,
                  allow_shutdown_rpc: bool = True, max_message: int = DEFAULT_MAX_MESSAGE,
-                 keep_sessions: int = 1000) -> None:
+                 keep_sessions: int = 1000, session_idle_timeout: Optional[float] = 600.0) -> None:
         _c.check_remote(address, tls, token, allow_insecure_remote)
         if max_workers < 1:
             raise ValueError("max_workers must be >= 1")
@@ -137,6 +143,9 @@ class GrpcServer:
         self._mutex = threading.Lock()
         self._ended: List[Session] = []
         self._keep = keep_sessions
+        self.session_idle_timeout = session_idle_timeout
+        self._expired: Dict[int, float] = {}   # recently expired id -> idle seconds (bounded)
+        self._next_sweep = 0.0
         self._count = 0
         self._server: Optional[grpc.Server] = None
         self._port = 0
@@ -281,6 +290,7 @@ class GrpcServer:
             sess.clean = False
             self._remember(sess)
             context.abort(grpc.StatusCode.FAILED_PRECONDITION, f"the model refused the session: {refusal}")
+        self._maybe_expire()
         sid = secrets.randbits(63) or 1
         with self._mutex:
             while sid in self._live:
@@ -314,7 +324,11 @@ class GrpcServer:
             end_if_broken()   # already terminated
         try:
             for req in requests:
-                state["sid"] = req.session
+                if state["sid"] != req.session:
+                    state["sid"] = req.session
+                    lv = self._live.get(req.session)
+                    if lv is not None:
+                        lv.streaming = True
                 yield one(req, context)
             # Half-closed by the client (CloseSession follows), or cancelled
             # (the request iterator also just ends then, but the call is over).
@@ -332,8 +346,14 @@ class GrpcServer:
     def _evaluate_one(self, req: Any, context: grpc.ServicerContext) -> bytes:
         lv = self._live.get(req.session)
         if lv is None:
+            idle = self._expired.get(req.session)
+            if idle is not None:
+                context.abort(grpc.StatusCode.NOT_FOUND,
+                              f"session {req.session} expired after {idle:.0f} s without a call "
+                              f"(session_idle_timeout); open a new session")
             context.abort(grpc.StatusCode.NOT_FOUND,
                           f"unknown session {req.session} (closed, or the model server restarted)")
+        lv.last = time.monotonic()
         sess = lv.session
         obs_msg = req.observation
         oid = obs_msg.id
@@ -390,6 +410,34 @@ class GrpcServer:
             self._ended.append(sess)
             if len(self._ended) > self._keep:
                 del self._ended[: len(self._ended) - self._keep]
+
+    def expire_idle(self, now: Optional[float] = None) -> int:
+        """Ends the non-streaming sessions idle for longer than
+        ``session_idle_timeout`` (as of ``now``, default the monotonic clock).
+        Runs by itself when sessions open; returns how many it ended."""
+        if self.session_idle_timeout is None:
+            return 0
+        now = time.monotonic() if now is None else now
+        with self._mutex:
+            stale = [(sid, lv) for sid, lv in self._live.items()
+                     if not lv.streaming and now - lv.last > self.session_idle_timeout]
+            for sid, lv in stale:
+                del self._live[sid]
+                self._expired[sid] = now - lv.last
+            while len(self._expired) > self._keep:
+                del self._expired[next(iter(self._expired))]
+        for sid, lv in stale:
+            self._end(lv, False, f"expired: no call for {self._expired.get(sid, 0.0):.0f} s "
+                                 f"(the compiler died without CloseSession?)")
+        return len(stale)
+
+    def _maybe_expire(self) -> None:
+        # At most one sweep per second, on OpenSession: no timer thread needed,
+        # and the state of dead clients is bounded by the rate of new ones.
+        now = time.monotonic()
+        if self.session_idle_timeout is not None and now >= self._next_sweep:
+            self._next_sweep = now + min(1.0, self.session_idle_timeout)
+            self.expire_idle(now)
 
     def _end_if_open(self, sid: int) -> None:
         with self._mutex:

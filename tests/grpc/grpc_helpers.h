@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "common/python_grpc_server.h"
+
 namespace mlbtest {
 
 inline void ensurePythonPath() {
@@ -23,69 +25,10 @@ inline void ensurePythonPath() {
     setenv("PYTHONPATH", (old && *old ? src + ":" + old : src).c_str(), 1);
 }
 
-// `python3 -m mlbridge.grpc_server ARGS`; waits for its ready line.
-class PyServer {
+// `python3 -m mlbridge.grpc_server ARGS` with the in-tree package; waits for its ready line.
+class PyServer : public mlbridge::tools::PythonGrpcServer {
  public:
-  explicit PyServer(std::vector<std::string> args) {
-    ensurePythonPath();
-    int fds[2];
-    if (pipe2(fds, O_CLOEXEC) != 0) return;
-    pid_ = fork();
-    if (pid_ == 0) {
-      dup2(fds[1], 1);
-      int devnull = open("/dev/null", O_RDONLY);
-      dup2(devnull, 0);
-      std::vector<std::string> all = {"python3", "-m", "mlbridge.grpc_server"};
-      all.insert(all.end(), args.begin(), args.end());
-      std::vector<char*> argv;
-      for (auto& a : all) argv.push_back(const_cast<char*>(a.c_str()));
-      argv.push_back(nullptr);
-      execvp(argv[0], argv.data());
-      _exit(127);
-    }
-    close(fds[1]);
-    std::string line;
-    pollfd p{fds[0], POLLIN, 0};
-    while (line.find('\n') == std::string::npos && poll(&p, 1, 30000) > 0) {
-      char buf[256];
-      ssize_t n = read(fds[0], buf, sizeof buf);
-      if (n <= 0) break;
-      line.append(buf, static_cast<size_t>(n));
-    }
-    close(fds[0]);
-    size_t at = line.find("\"port\": ");
-    if (at != std::string::npos) port_ = std::atoi(line.c_str() + at + 8);
-  }
-  ~PyServer() { kill(SIGKILL); }
-  PyServer(const PyServer&) = delete;
-  PyServer& operator=(const PyServer&) = delete;
-
-  int port() const { return port_; }
-  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
-  void kill(int sig) {
-    if (pid_ > 0) {
-      ::kill(pid_, sig);
-      int st;
-      waitpid(pid_, &st, 0);
-      pid_ = -1;
-    }
-  }
-  // Waits for the process to exit on its own; true if it did within ms.
-  bool waitExit(int ms) {
-    for (int i = 0; i < ms / 10 && pid_ > 0; ++i) {
-      int st;
-      if (waitpid(pid_, &st, WNOHANG) == pid_) {
-        pid_ = -1;
-        return true;
-      }
-      usleep(10000);
-    }
-    return pid_ <= 0;
-  }
-
- private:
-  pid_t pid_ = -1;
-  int port_ = 0;
+  explicit PyServer(std::vector<std::string> args) : PythonGrpcServer((ensurePythonPath(), args)) {}
 };
 
 // A port that was free a moment ago (bound to port 0, then closed).

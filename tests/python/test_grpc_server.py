@@ -299,3 +299,60 @@ def test_server_subprocess_killed_mid_episode():
             c.evaluate({"a": 1, "b": [0, 0]})
         assert time.monotonic() - t0 < 3
         c.close()
+
+
+def test_idle_unary_sessions_expire_and_are_refused_with_the_reason():
+    # One-call-per-decision clients that die without CloseSession must not
+    # leak server state: idle sessions expire (checked with an explicit clock).
+    ended = []
+
+    class Policy:
+        def __call__(self, obs):
+            return obs["a"] * 2
+
+        def on_session_end(self, sess, clean):
+            ended.append((sess.index, clean, sess.error))
+
+    with GrpcServer(Policy(), session_idle_timeout=30.0) as srv:
+        idle, busy = client(srv), client(srv)
+        assert idle.evaluate({"a": 1, "b": [0, 0]})[0].tolist() == [2]
+        assert srv.expire_idle(time.monotonic() + 10) == 0            # not idle long enough
+        assert busy.evaluate({"a": 3, "b": [0, 0]})[0].tolist() == [6]
+        assert srv.expire_idle(time.monotonic() + 31) == 2            # both idle 31 s from now
+        assert [e[1] for e in ended] == [False, False] and "expired" in ended[0][2]
+        with pytest.raises(MLBridgeError, match="expired after"):
+            idle.evaluate({"a": 1, "b": [0, 0]})
+        fresh = client(srv)                                            # new sessions still work
+        assert fresh.evaluate({"a": 4, "b": [0, 0]})[0].tolist() == [8]
+        fresh.close()
+    assert sum(1 for s in srv.sessions if s.error and "expired" in s.error) == 2
+
+
+def test_streaming_sessions_never_expire_while_their_stream_lives():
+    import grpc
+
+    from mlbridge._proto import service_pb2 as spb
+
+    with GrpcServer(lambda obs: 1, session_idle_timeout=1.0) as srv:
+        c = client(srv)
+        q: "queue.Queue" = queue.Queue()
+        with grpc.insecure_channel(srv.target) as ch:
+            call = ch.stream_stream("/mlbridge.v1.ModelService/EvaluateStream",
+                                    request_serializer=spb.EvaluateRequest.SerializeToString,
+                                    response_deserializer=spb.EvaluateReply.FromString)
+            req = spb.EvaluateRequest(session=c.session)
+            req.observation.SetInParent()
+            for name in ("a", "b"):
+                t = req.observation.tensors.add(name=name, dtype=9 if name == "a" else 1,
+                                                shape=[1 if name == "a" else 2])
+                t.data = bytes(8)
+            replies = call(iter(q.get, None))
+            q.put(req)
+            next(replies)
+            assert srv.expire_idle(time.monotonic() + 3600) == 0     # owned by a live stream
+            q.put(req)
+            next(replies)
+            q.put(None)
+            assert len(list(replies)) == 0
+        c.close()
+    assert srv.sessions[0].clean is True and srv.sessions[0].observations == 2
