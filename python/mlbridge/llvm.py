@@ -307,3 +307,16 @@ def count_instructions(ll_text: str) -> int:
             n += 1
             in_list = line.rstrip().endswith("[")
     return n
+
+
+# ---- measuring size -----------------------------------------------------------------
+def text_size(ir_path: str, *, obj_path: Optional[str] = None, llc: Optional[str] = None,
+              llvm_size: Optional[str] = None) -> int:
+    """Bytes of ``.text`` sections once ``ir_path`` is compiled to an object
+    file (``llc -filetype=obj``, then ``llvm-size -A``)."""
+    obj = obj_path or os.fspath(ir_path) + ".o"
+    subprocess.run([tool("llc", llc), "-filetype=obj", os.fspath(ir_path), "-o", obj], check=True,
+                   capture_output=True)
+    out = subprocess.run([tool("llvm-size", llvm_size), "-A", obj], check=True, capture_output=True,
+                         text=True).stdout
+    return sum(int(line.split()[1]) for line in out.splitlines() if line.startswith(".text"))
