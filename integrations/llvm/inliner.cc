@@ -1,6 +1,133 @@
-// Placeholder until the ML inliner lands.
+// ML inliner: LLVM's own MLInlineAdvisor (its 38 features, its bookkeeping)
+// with the model behind any mlbridge runner, installed through LLVM's plugin
+// inline-advisor hook (PluginInlineAdvisorAnalysis). Every inliner that goes
+// through InlineAdvisorAnalysis uses it: the -O1..-O3/-Os/-Oz pipelines of
+// opt and clang, `inliner-wrapper`, `scc-oz-module-inliner`. (A bare
+// `cgscc(inline)` builds its own default advisor and never asks.)
+//
+// Nothing changes unless a runner is chosen (-mlbridge-inline-runner or
+// MLBRIDGE_INLINE_RUNNER). Errors never stop the compilation:
+//  * the runner cannot be created (missing model, wrong dtype, no peer):
+//    one message on errs(), and the stock advisor decides everything;
+//  * an evaluation fails (peer died, timeout): one message, and the stock
+//    heuristic decides that call site and every later one.
+#include <llvm/Analysis/AssumptionCache.h>
+#include <llvm/Analysis/BlockFrequencyInfo.h>
+#include <llvm/Analysis/InlineAdvisor.h>
+#include <llvm/Analysis/InlineCost.h>
+#include <llvm/Analysis/InlineModelFeatureMaps.h>
+#include <llvm/Analysis/MLInlineAdvisor.h>
+#include <llvm/Analysis/OptimizationRemarkEmitter.h>
+#include <llvm/Analysis/ProfileSummaryInfo.h>
+#include <llvm/Analysis/TargetLibraryInfo.h>
+#include <llvm/Analysis/TargetTransformInfo.h>
+#include <llvm/IR/Module.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/raw_ostream.h>
+
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "inline_runner.h"
+#include "model_runner_adapter.h"
+#include "module_analysis_registry.h"
 #include "passes.h"
 
 namespace mlbridge_llvm {
-void registerInliner(llvm::PassBuilder&) {}
+
+namespace {
+
+// The stock heuristic's yes/no for one call site: what LLVM's own
+// getDefaultInlineAdvice (file-static in InlineAdvisor.cpp) computes.
+bool stockAdvice(llvm::CallBase& cb, llvm::FunctionAnalysisManager& fam, const llvm::InlineParams& params) {
+  llvm::Function& caller = *cb.getCaller();
+  llvm::ProfileSummaryInfo* psi = fam.getResult<llvm::ModuleAnalysisManagerFunctionProxy>(caller)
+                                      .getCachedResult<llvm::ProfileSummaryAnalysis>(*caller.getParent());
+  auto& ore = fam.getResult<llvm::OptimizationRemarkEmitterAnalysis>(caller);
+  auto getAC = [&](llvm::Function& f) -> llvm::AssumptionCache& { return fam.getResult<llvm::AssumptionAnalysis>(f); };
+  auto getBFI = [&](llvm::Function& f) -> llvm::BlockFrequencyInfo& {
+    return fam.getResult<llvm::BlockFrequencyAnalysis>(f);
+  };
+  auto getTLI = [&](llvm::Function& f) -> const llvm::TargetLibraryInfo& {
+    return fam.getResult<llvm::TargetLibraryAnalysis>(f);
+  };
+  auto getCost = [&](llvm::CallBase& call) {
+    llvm::Function& callee = *call.getCalledFunction();
+    auto& tti = fam.getResult<llvm::TargetIRAnalysis>(callee);
+    bool remarks = callee.getContext().getDiagHandlerPtr()->isMissedOptRemarkEnabled("inline");
+    return llvm::getInlineCost(call, params, tti, getAC, getTLI, getBFI, psi, remarks ? &ore : nullptr);
+  };
+  return llvm::shouldInline(cb, getCost, ore, params.EnableDeferral.value_or(false)).has_value();
+}
+
+// MLInlineAdvisor that asks the stock heuristic once its runner has failed,
+// instead of reading the adapter's "do not inline" fallback.
+class MLBridgeInlineAdvisor final : public llvm::MLInlineAdvisor {
+ public:
+  // `adapter` is `runner`, kept as its concrete type.
+  MLBridgeInlineAdvisor(llvm::Module& m, llvm::ModuleAnalysisManager& mam, std::unique_ptr<MLBridgeModelRunner> runner,
+                        MLBridgeModelRunner* adapter, std::function<bool(llvm::CallBase&)> getDefault, bool stats)
+      : llvm::MLInlineAdvisor(m, mam, std::move(runner), std::move(getDefault)), adapter_(adapter), stats_(stats) {}
+  ~MLBridgeInlineAdvisor() override {
+    if (stats_)
+      llvm::errs() << "mlbridge: inliner: " << adapter_->evaluations() << " model decisions, " << stockDecisions_
+                   << " stock decisions after an error\n";
+  }
+
+ protected:
+  std::unique_ptr<llvm::MLInlineAdvice> getAdviceFromModel(llvm::CallBase& cb,
+                                                           llvm::OptimizationRemarkEmitter& ore) override {
+    bool inlineIt = ModelRunner->evaluate<int64_t>() != 0;
+    if (adapter_->failed()) {
+      inlineIt = GetDefaultAdvice(cb);
+      ++stockDecisions_;
+    }
+    return std::make_unique<llvm::MLInlineAdvice>(this, cb, ore, inlineIt);
+  }
+
+ private:
+  MLBridgeModelRunner* adapter_;  // owned by ModelRunner
+  bool stats_;
+  size_t stockDecisions_ = 0;
+};
+
+llvm::InlineAdvisor* createAdvisor(llvm::Module& m, llvm::FunctionAnalysisManager& fam, llvm::InlineParams params,
+                                   llvm::InlineContext ic) {
+  auto stock = [&] { return new llvm::DefaultInlineAdvisor(m, fam, params, ic); };
+  const InlineRunnerConfig config = inlineRunnerConfig();
+  llvm::ModuleAnalysisManager* mam = findModuleAnalysisManager(m, fam);
+  if (!mam) {
+    llvm::errs() << "mlbridge: warning: ML inliner: no module analysis manager of this thread owns the function "
+                    "analyses; using the stock inliner\n";
+    return stock();
+  }
+  const std::string what = "ML inliner (runner " + config.runner + ")";
+  auto runner = createInlineRunner(config, toMLBridgeSpecs(llvm::FeatureMap), toMLBridgeSpec(llvm::InlineDecisionSpec));
+  if (!runner.ok()) {
+    llvm::errs() << "mlbridge: warning: " << what << ": " << runner.status().toString()
+                 << "; using the stock inliner\n";
+    return stock();
+  }
+  auto adapter = MLBridgeModelRunner::create(m.getContext(), std::move(*runner), llvm::FeatureMap,
+                                             llvm::InlineDecisionSpec, what);
+  if (!adapter.ok()) {
+    llvm::errs() << "mlbridge: warning: " << adapter.status().toString() << "; using the stock inliner\n";
+    return stock();
+  }
+  auto getDefault = [&fam, params](llvm::CallBase& cb) { return stockAdvice(cb, fam, params); };
+  MLBridgeModelRunner* raw = adapter->get();
+  return new MLBridgeInlineAdvisor(m, *mam, std::move(*adapter), raw, getDefault, config.stats);
+}
+
+}  // namespace
+
+void registerInliner(llvm::PassBuilder& pb) {
+  pb.registerAnalysisRegistrationCallback([](llvm::ModuleAnalysisManager& mam) {
+    if (!inlineRunnerConfig().enabled()) return;
+    registerModuleAnalysisAnchor(mam);
+    mam.registerPass([] { return llvm::PluginInlineAdvisorAnalysis(createAdvisor); });
+  });
+}
+
 }  // namespace mlbridge_llvm
