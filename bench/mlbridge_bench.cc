@@ -2,6 +2,7 @@
 //
 //   mlbridge-bench rtt     --runner pipe --format bitstream|json|protobuf [--repeats R] [--pin both|none|same|cross]
 //   mlbridge-bench latency --runner pipe --format ...                     [--iterations N] [--pin ...]
+//   mlbridge-bench rtt|latency --runner shm --format ... [--spin-us US] [--peer-spin-us US]  (shared memory)
 //   mlbridge-bench rtt|latency --runner native|aot|onnxruntime [--model mlp] [--threads 1,2]  (bench/inproc_bench.cc)
 //
 // rtt: the paper's experiment (Sec. 5.3): float32 vectors of 500..50,000
@@ -11,9 +12,12 @@
 // run: the same bytes exchanged raw over a FIFO pair with numpy, no format.
 // On a 2-core VM a round trip between cores costs far more than within one,
 // so both placements are measured (--pin both). The last line is JSON.
+// Every run also reports the CPU time both processes used per call
+// (getrusage), which is what spinning on the shm channel costs.
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -28,6 +32,7 @@
 
 #include "bench_common.h"
 #include "mlbridge/mlbridge.hpp"
+#include "mlbridge/shm_runner.h"
 
 int mlbridgeBenchInproc(int argc, char** argv);  // bench/inproc_bench.cc: --runner native|aot|onnxruntime
 
@@ -45,6 +50,20 @@ struct Options {
   std::string mode, runner = "pipe", format = "bitstream", pin = "both", python = "python3";
   int repeats = 5;
   int iterations = 100000;
+  int spinUs = ShmOptions().spinUs;  // shm: the compiler side's spin budget
+  std::string peerSpinUs = "50";     // shm: the Python model's (bench_model --spin-us)
+};
+
+// CPU seconds (user + system) used so far by this process, or by its reaped children.
+double cpuSeconds(int who) {
+  struct rusage ru;
+  getrusage(who, &ru);
+  return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+// What a run cost in CPU, per call, on each side.
+struct CpuCost {
+  double selfUs = 0, peerUs = 0;
 };
 
 
@@ -76,8 +95,9 @@ void stop(pid_t pid) {
 
 struct Channel {
   std::string dir, base;
-  Channel() {
-    StatusOr<std::string> d = makePrivateChannelDir();
+  // `parent`: where the private folder goes ("" = makePrivateChannelDir's default).
+  explicit Channel(const std::string& parent = "") {
+    StatusOr<std::string> d = makePrivateChannelDir(parent);
     dir = d.ok() ? *d : "/tmp";
     base = dir + "/bench";
     mkfifo((base + ".in").c_str(), 0600);
@@ -86,6 +106,7 @@ struct Channel {
   ~Channel() {
     unlink((base + ".in").c_str());
     unlink((base + ".out").c_str());
+    unlink((base + ".shm").c_str());  // left by a model that was killed
     rmdir(dir.c_str());
   }
 };
@@ -175,25 +196,51 @@ Stats floorRun(const Options& o, int peerCpu) {
   return summarize(perSize);
 }
 
-// ---- mlbridge's pipe runner against the Python package ---------------------
-Stats pipeRun(const Options& o, int peerCpu, Status* error) {
-  Channel ch;
+// ---- mlbridge's pipe or shm runner against the Python package --------------
+StatusOr<std::unique_ptr<ModelRunner>> connectRunner(const Options& o, const std::string& base,
+                                                     std::vector<TensorSpec> features, std::vector<TensorSpec> advice) {
   WireFormat fmt;
   parseWireFormat(o.format, &fmt);
-  pid_t pid = spawn({o.python, "-m", "mlbridge.bench_model", "--base", ch.base, "--model",
-                     o.mode == "rtt" ? "fc" : "const", "--format", "auto"},
-                    peerCpu);
+  const int timeoutMs = 30000, connectMs = 30000;  // Python + numpy start-up
+  if (o.runner == "shm") {
+    ShmOptions opts;
+    opts.base = base;
+    opts.format = fmt;
+    opts.timeoutMs = timeoutMs;
+    opts.connectTimeoutMs = connectMs;
+    opts.spinUs = o.spinUs;
+    auto r = ShmModelRunner::create(std::move(features), std::move(advice), opts);
+    if (!r.ok()) return r.status();
+    return std::unique_ptr<ModelRunner>(std::move(*r));
+  }
   PipeOptions opts;
-  opts.base = ch.base;
+  opts.base = base;
   opts.format = fmt;
-  opts.timeoutMs = 30000;
-  opts.connectTimeoutMs = 30000;  // Python + numpy start-up
+  opts.timeoutMs = timeoutMs;
+  opts.connectTimeoutMs = connectMs;
+  auto r = PipeModelRunner::create(std::move(features), std::move(advice), opts);
+  if (!r.ok()) return r.status();
+  return std::unique_ptr<ModelRunner>(std::move(*r));
+}
+
+Stats remoteRun(const Options& o, int peerCpu, Status* error, CpuCost* cpu) {
+  // The shm region is best on tmpfs: on a disk file system its pages would be written back.
+  Channel ch(o.runner == "shm" && access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "");
+  std::vector<std::string> args = {o.python, "-m", "mlbridge.bench_model", "--base", ch.base, "--model",
+                                   o.mode == "rtt" ? "fc" : "const", "--format", "auto"};
+  if (o.runner == "shm") {
+    for (const char* a : {"--transport", "shm", "--spin-us"}) args.push_back(a);
+    args.push_back(o.peerSpinUs);
+  }
+  double peer0 = cpuSeconds(RUSAGE_CHILDREN);
+  pid_t pid = spawn(args, peerCpu);
   std::vector<std::vector<double>> perSize;
+  double self0 = 0;
   if (o.mode == "rtt") {
     std::vector<float> x(50000, 0.5f);
     for (int64_t n : rttSizes()) {
-      auto r = PipeModelRunner::create({TensorSpec::create<float>("x", {n})}, {TensorSpec::create<float>("y", {1})},
-                                       opts);
+      auto r = connectRunner(o, ch.base, {TensorSpec::create<float>("x", {n})}, {TensorSpec::create<float>("y", {1})});
+      if (self0 == 0) self0 = cpuSeconds(RUSAGE_SELF);  // after the model's start-up
       if (!r.ok()) {
         *error = r.status();
         break;
@@ -218,7 +265,8 @@ Stats pipeRun(const Options& o, int peerCpu, Status* error) {
   } else {
     std::vector<TensorSpec> feats;
     for (int i = 0; i < 38; ++i) feats.push_back(TensorSpec::create<int64_t>("f" + std::to_string(i), {1}));
-    auto r = PipeModelRunner::create(feats, {TensorSpec::create<int64_t>("inlining_decision", {1})}, opts);
+    auto r = connectRunner(o, ch.base, feats, {TensorSpec::create<int64_t>("inlining_decision", {1})});
+    self0 = cpuSeconds(RUSAGE_SELF);
     if (!r.ok()) {
       *error = r.status();
     } else {
@@ -238,14 +286,24 @@ Stats pipeRun(const Options& o, int peerCpu, Status* error) {
       perSize.push_back(calls);
     }
   }
+  double self1 = cpuSeconds(RUSAGE_SELF);
   stop(pid);
+  // The peer's CPU includes its start-up (Python, numpy): a fixed cost
+  // spread over the calls, the same for pipe and shm.
+  size_t total = o.mode == "rtt" ? 0 : 1000;  // latency: the warm-up calls count too
+  for (const auto& g : perSize) total += g.size() + (o.mode == "rtt" ? 1 : 0);
+  if (total) {
+    cpu->selfUs = (self1 - self0) * 1e6 / total;
+    cpu->peerUs = (cpuSeconds(RUSAGE_CHILDREN) - peer0) * 1e6 / total;
+  }
   return summarize(perSize);
 }
 
 
 int usage() {
   std::fprintf(stderr,
-               "usage: mlbridge-bench rtt|latency --runner pipe --format bitstream|json|protobuf\n"
+               "usage: mlbridge-bench rtt|latency --runner pipe|shm --format bitstream|json|protobuf\n"
+               "                      [--spin-us US] [--peer-spin-us US]   (shm)\n"
                "       mlbridge-bench rtt|latency --runner native|aot|onnxruntime [--model mlp] [--threads 1,2]\n"
                "                      [--repeats R] [--iterations N] [--pin both|none|same|cross] [--python PY]\n");
   return 2;
@@ -274,11 +332,13 @@ int main(int argc, char** argv) {
     else if (a == "--iterations") o.iterations = std::max(1, std::atoi(v.c_str()));
     else if (a == "--pin") o.pin = v;
     else if (a == "--python") o.python = v;
+    else if (a == "--spin-us") o.spinUs = std::max(0, std::atoi(v.c_str()));
+    else if (a == "--peer-spin-us") o.peerSpinUs = v;
     else return usage();
   }
   WireFormat fmt;
-  if (o.runner != "pipe") {
-    std::fprintf(stderr, "mlbridge-bench: runner '%s' is not built in this version (pipe only)\n", o.runner.c_str());
+  if (o.runner != "pipe" && o.runner != "shm") {
+    std::fprintf(stderr, "mlbridge-bench: runner '%s' is not built in this version\n", o.runner.c_str());
     return 2;
   }
   if (!parseWireFormat(o.format, &fmt)) return usage();
@@ -295,19 +355,22 @@ int main(int argc, char** argv) {
     pinTo(selfCpu);
     Status error;
     Stats floor = floorRun(o, peerCpu);
-    Stats ours = pipeRun(o, peerCpu, &error);
+    CpuCost cpu;
+    Stats ours = remoteRun(o, peerCpu, &error, &cpu);
     if (!error.ok()) {
       std::fprintf(stderr, "mlbridge-bench: %s\n", error.toString().c_str());
       return 1;
     }
     double ratioTotal = floor.totalMs > 0 ? ours.totalMs / floor.totalMs : 0;
     double ratioP50 = floor.p50Us > 0 ? ours.p50Us / floor.p50Us : 0;
-    std::printf("%-8s %-6s pipe/%-9s  total %9.3f ms  p50 %8.2f us  p99 %8.2f us   | floor (raw FIFO + numpy): total %9.3f ms  p50 %8.2f us   | ratio total %.2fx p50 %.2fx\n",
-                o.mode.c_str(), place.c_str(), o.format.c_str(), ours.totalMs, ours.p50Us, ours.p99Us, floor.totalMs,
-                floor.p50Us, ratioTotal, ratioP50);
+    std::printf("%-8s %-6s %s/%-9s  total %9.3f ms  p50 %8.2f us  p99 %8.2f us  cpu/call %6.1f + %6.1f us   | floor (raw FIFO + numpy): total %9.3f ms  p50 %8.2f us   | ratio total %.2fx p50 %.2fx\n",
+                o.mode.c_str(), place.c_str(), o.runner.c_str(), o.format.c_str(), ours.totalMs, ours.p50Us, ours.p99Us,
+                cpu.selfUs, cpu.peerUs, floor.totalMs, floor.p50Us, ratioTotal, ratioP50);
     std::fflush(stdout);
-    char ratios[128];
-    std::snprintf(ratios, sizeof ratios, ",\"ratio_total\":%.3f,\"ratio_p50\":%.3f", ratioTotal, ratioP50);
+    char ratios[192];
+    std::snprintf(ratios, sizeof ratios,
+                  ",\"ratio_total\":%.3f,\"ratio_p50\":%.3f,\"cpu_self_us_per_call\":%.2f,\"cpu_peer_us_per_call\":%.2f",
+                  ratioTotal, ratioP50, cpu.selfUs, cpu.peerUs);
     std::string entry = "\"" + place + "\":{\"result\":" + statsJson(ours) + ",\"floor\":" + statsJson(floor) + ratios + "}";
     summary += (summary.empty() ? "" : ",") + entry;
     if (&place == &placements.front()) {
@@ -318,7 +381,9 @@ int main(int argc, char** argv) {
                 std::to_string(floor.p50Us) + ",\"placement\":\"" + place + "\"," + entry;
     }
   }
-  std::printf("{\"bench\":\"%s\",\"runner\":\"%s\",\"format\":\"%s\",%s}\n", o.mode.c_str(), o.runner.c_str(),
-              o.format.c_str(), summary.c_str());
+  std::string spin;
+  if (o.runner == "shm") spin = ",\"spin_us\":" + std::to_string(o.spinUs) + ",\"peer_spin_us\":" + o.peerSpinUs;
+  std::printf("{\"bench\":\"%s\",\"runner\":\"%s\",\"format\":\"%s\"%s,%s}\n", o.mode.c_str(), o.runner.c_str(),
+              o.format.c_str(), spin.c_str(), summary.c_str());
   return 0;
 }

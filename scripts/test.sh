@@ -19,9 +19,12 @@ echo "== g++ with ASan + UBSan: C++ tests"
 "$root/scripts/build.sh" "$root/build-asan" -DCMAKE_BUILD_TYPE=Debug -DMLBRIDGE_SANITIZE=address,undefined -DMLBRIDGE_BUILD_TOOLS=OFF -DMLBRIDGE_WITH_GRPC=OFF
 (cd "$root/build-asan" && ctest --output-on-failure -j2 -R '^cpp\.|noexcept|^ort\.|^c\.')
 
-echo "== g++ with ThreadSanitizer: one ONNX model evaluated from many threads, pipe runner threads"
+echo "== g++ with ThreadSanitizer: one ONNX model evaluated from many threads, pipe and shared-memory runner threads"
 "$root/scripts/build.sh" "$root/build-tsan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMLBRIDGE_SANITIZE=thread -DMLBRIDGE_BUILD_TOOLS=OFF -DMLBRIDGE_WITH_GRPC=OFF -DMLBRIDGE_WITH_ONNXRUNTIME=OFF
-(cd "$root/build-tsan" && ctest --output-on-failure -j2 -R '^cpp\.(Engine|PipeRunner|Formats)')
+(cd "$root/build-tsan" && ctest --output-on-failure -j2 -R '^cpp\.(Engine|PipeRunner|ShmRunner|Formats)')
+
+echo "== the LLVM plugin against LLVM 22: builds, loads into opt-22, the ML inliner decides"
+"$root/tests/integrations/llvm/other_llvm_smoke.sh" "$root/build-llvm22" /usr/lib/llvm-22
 
 echo "== install, then build consumers with find_package(MLBridge) and pkg-config"
 prefix=$(mktemp -d)

@@ -421,6 +421,42 @@ MLB_API mlb_status mlb_pipe_runner_create(const mlb_spec* const* features, size_
    Free *path with mlb_string_free (the folder itself is the caller's). */
 MLB_API mlb_status mlb_make_private_channel_dir(const char* parent, char** path, mlb_error** error) MLB_NOEXCEPT;
 
+/* ==== runner kind "shm": a model in another process, over shared memory = */
+
+/* The same as "pipe", through BASE.shm (made by the model, e.g. Python's
+   mlbridge.ShmServer) instead of FIFOs: docs/shm.md. Options, created with
+   defaults: format bitstream, timeout 10000 ms, connect timeout 10000 ms,
+   spin 50 us, private folder required, replies up to 256 MiB. The base
+   path has no default: set it. */
+typedef struct mlb_shm_options mlb_shm_options;
+MLB_API mlb_status mlb_shm_options_create(mlb_shm_options** options, mlb_error** error) MLB_NOEXCEPT;
+MLB_API void mlb_shm_options_destroy(mlb_shm_options* options) MLB_NOEXCEPT;
+/* Channel base path: the region is BASE.shm. */
+MLB_API mlb_status mlb_shm_options_set_base(mlb_shm_options* options, const char* base,
+                                            mlb_error** error) MLB_NOEXCEPT;
+MLB_API mlb_status mlb_shm_options_set_format(mlb_shm_options* options, mlb_format format,
+                                              mlb_error** error) MLB_NOEXCEPT;
+/* Bound on each request's write and reply (> 0). */
+MLB_API mlb_status mlb_shm_options_set_timeout_ms(mlb_shm_options* options, int32_t timeout_ms,
+                                                  mlb_error** error) MLB_NOEXCEPT;
+/* Bound on waiting for the model to create the region and accept (> 0). */
+MLB_API mlb_status mlb_shm_options_set_connect_timeout_ms(mlb_shm_options* options, int32_t timeout_ms,
+                                                          mlb_error** error) MLB_NOEXCEPT;
+/* Busy-wait budget per wait before sleeping, 0..1000000 us (0: never spin):
+   at most this much CPU per decision. */
+MLB_API mlb_status mlb_shm_options_set_spin_us(mlb_shm_options* options, int32_t spin_us,
+                                               mlb_error** error) MLB_NOEXCEPT;
+MLB_API mlb_status mlb_shm_options_set_allow_shared_folder(mlb_shm_options* options, int enable,
+                                                           mlb_error** error) MLB_NOEXCEPT;
+MLB_API mlb_status mlb_shm_options_set_max_message_bytes(mlb_shm_options* options, uint64_t max_bytes,
+                                                         mlb_error** error) MLB_NOEXCEPT;
+/* Maps the region, claims the channel (one compiler at a time) and sends the
+   session header, like mlb_pipe_runner_create. */
+MLB_API mlb_status mlb_shm_runner_create(const mlb_spec* const* features, size_t feature_count,
+                                         const mlb_spec* const* advice, size_t advice_count,
+                                         const mlb_shm_options* options, mlb_runner** runner,
+                                         mlb_error** error) MLB_NOEXCEPT;
+
 /* ==== runner kind "onnx": the built-in ONNX engine, in process ========== */
 
 /* Available when the library is built with MLBRIDGE_WITH_ENGINE (the

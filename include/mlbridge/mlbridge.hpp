@@ -10,6 +10,7 @@
 #include "mlbridge/onnx_runner.h"
 #include "mlbridge/pipe_runner.h"
 #include "mlbridge/rl.h"
+#include "mlbridge/shm_runner.h"
 #include "mlbridge/span.h"
 #include "mlbridge/status.h"
 #include "mlbridge/tensor_ref.h"

@@ -21,6 +21,7 @@
 #include <llvm/Analysis/ProfileSummaryInfo.h>
 #include <llvm/Analysis/TargetLibraryInfo.h>
 #include <llvm/Analysis/TargetTransformInfo.h>
+#include <llvm/Config/llvm-config.h>
 #include <llvm/IR/Module.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/raw_ostream.h>
@@ -37,6 +38,16 @@
 namespace mlbridge_llvm {
 
 namespace {
+
+// The two LLVM APIs this file is built against differ here: LLVM 19's
+// MLInlineAdvisor takes a runner and reads the global llvm::FeatureMap; LLVM
+// 22's takes a runner factory and owns its feature map, and shouldInline
+// takes the callee's TTI.
+#if LLVM_VERSION_MAJOR >= 22
+const std::vector<llvm::TensorSpec>& inlinerFeatures() { return llvm::MLInlineAdvisor::getInitialFeatureMap(); }
+#else
+const std::vector<llvm::TensorSpec>& inlinerFeatures() { return llvm::FeatureMap; }
+#endif
 
 // The stock heuristic's yes/no for one call site: what LLVM's own
 // getDefaultInlineAdvice (file-static in InlineAdvisor.cpp) computes.
@@ -58,7 +69,12 @@ bool stockAdvice(llvm::CallBase& cb, llvm::FunctionAnalysisManager& fam, const l
     bool remarks = callee.getContext().getDiagHandlerPtr()->isMissedOptRemarkEnabled("inline");
     return llvm::getInlineCost(call, params, tti, getAC, getTLI, getBFI, psi, remarks ? &ore : nullptr);
   };
+#if LLVM_VERSION_MAJOR >= 22
+  auto& calleeTTI = fam.getResult<llvm::TargetIRAnalysis>(*cb.getCalledFunction());
+  return llvm::shouldInline(cb, calleeTTI, getCost, ore, params.EnableDeferral.value_or(false)).has_value();
+#else
   return llvm::shouldInline(cb, getCost, ore, params.EnableDeferral.value_or(false)).has_value();
+#endif
 }
 
 // MLInlineAdvisor that asks the stock heuristic once its runner has failed,
@@ -68,7 +84,21 @@ class MLBridgeInlineAdvisor final : public llvm::MLInlineAdvisor {
   // `adapter` is `runner`, kept as its concrete type.
   MLBridgeInlineAdvisor(llvm::Module& m, llvm::ModuleAnalysisManager& mam, std::unique_ptr<MLBridgeModelRunner> runner,
                         MLBridgeModelRunner* adapter, std::function<bool(llvm::CallBase&)> getDefault, bool stats)
-      : llvm::MLInlineAdvisor(m, mam, std::move(runner), std::move(getDefault)), adapter_(adapter), stats_(stats) {}
+#if LLVM_VERSION_MAJOR >= 22
+      // The factory hands over the runner made for the initial feature map
+      // (LLVM 22's optional IR2Vec embedding features are not supported).
+      : llvm::MLInlineAdvisor(
+            m, mam,
+            [&runner](const std::vector<llvm::TensorSpec>&) -> std::unique_ptr<llvm::MLModelRunner> {
+              return std::move(runner);
+            },
+            std::move(getDefault)),
+#else
+      : llvm::MLInlineAdvisor(m, mam, std::move(runner), std::move(getDefault)),
+#endif
+        adapter_(adapter),
+        stats_(stats) {
+  }
   ~MLBridgeInlineAdvisor() override {
     if (stats_)
       llvm::errs() << "mlbridge: inliner: " << adapter_->evaluations() << " model decisions, " << stockDecisions_
@@ -103,13 +133,13 @@ llvm::InlineAdvisor* createAdvisor(llvm::Module& m, llvm::FunctionAnalysisManage
     return stock();
   }
   const std::string what = "ML inliner (runner " + config.runner + ")";
-  auto runner = createInlineRunner(config, toMLBridgeSpecs(llvm::FeatureMap), toMLBridgeSpec(llvm::InlineDecisionSpec));
+  auto runner = createInlineRunner(config, toMLBridgeSpecs(inlinerFeatures()), toMLBridgeSpec(llvm::InlineDecisionSpec));
   if (!runner.ok()) {
     llvm::errs() << "mlbridge: warning: " << what << ": " << runner.status().toString()
                  << "; using the stock inliner\n";
     return stock();
   }
-  auto adapter = MLBridgeModelRunner::create(m.getContext(), std::move(*runner), llvm::FeatureMap,
+  auto adapter = MLBridgeModelRunner::create(m.getContext(), std::move(*runner), inlinerFeatures(),
                                              llvm::InlineDecisionSpec, what);
   if (!adapter.ok()) {
     llvm::errs() << "mlbridge: warning: " << adapter.status().toString() << "; using the stock inliner\n";

@@ -3,7 +3,11 @@
 //   clang -fpass-plugin=libMLBridgeLLVM.so ...
 #include <llvm/Config/llvm-config.h>
 #include <llvm/Passes/PassBuilder.h>
+#if __has_include(<llvm/Plugins/PassPlugin.h>)
+#include <llvm/Plugins/PassPlugin.h>  // LLVM 22+
+#else
 #include <llvm/Passes/PassPlugin.h>
+#endif
 
 #include "passes.h"
 

@@ -3,7 +3,11 @@
 # affine.for unroll factor. Built against the installed MLIR (Debian's
 # libmlir-19-dev; MLIR_DIR picks another) and linked to its shared libMLIR.so,
 # which links in seconds where the static libraries take minutes.
-if(NOT MLIR_DIR AND EXISTS /usr/lib/llvm-19/lib/cmake/mlir)
+# MLIR must come from the same LLVM as the plugin (llvm.cmake): its sibling
+# cmake folder when LLVM_DIR is set (e.g. llvm-22 without libmlir-22-dev is off).
+if(NOT MLIR_DIR AND LLVM_DIR AND EXISTS "${LLVM_DIR}/../mlir/MLIRConfig.cmake")
+  get_filename_component(MLIR_DIR "${LLVM_DIR}/../mlir" ABSOLUTE)
+elseif(NOT MLIR_DIR AND NOT LLVM_DIR AND EXISTS /usr/lib/llvm-19/lib/cmake/mlir)
   set(MLIR_DIR /usr/lib/llvm-19/lib/cmake/mlir)
 endif()
 # MLIRConfig requires its LLVM: look for it quietly first (llvm.cmake may have
@@ -19,7 +23,7 @@ if(LLVM_FOUND AND MLIR_DIR AND EXISTS "${MLIR_DIR}/MLIRConfig.cmake")
   find_package(MLIR CONFIG QUIET)
 endif()
 if(NOT MLIR_FOUND)
-  list(APPEND MLBRIDGE_DISABLED_COMPONENTS "mlir-opt (libmlir-19-dev not found)")
+  list(APPEND MLBRIDGE_DISABLED_COMPONENTS "mlir-opt (MLIR for LLVM ${LLVM_PACKAGE_VERSION} not found: libmlir-NN-dev)")
   return()
 endif()
 if(NOT TARGET MLIR)

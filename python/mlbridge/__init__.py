@@ -1,4 +1,5 @@
-"""mlbridge: let a compiler ask a Python model for decisions over named pipes.
+"""mlbridge: let a compiler ask a Python model for decisions over named pipes
+(or shared memory: :class:`ShmServer`, :class:`ShmClient`).
 
 The wire contract is docs/protocol.md. The model side is :class:`PipeServer`
 (with :class:`Model` or any callable as the policy); the compiler side is
@@ -11,6 +12,7 @@ from .spec import TensorSpec
 from .formats import FORMATS, get_format
 from .server import Model, Observation, PipeServer, Session, SessionStats
 from .client import PipeClient
+from .shm import ShmClient, ShmServer
 from .supervise import CompileResult, run_compiler
 from .logs import LogRecord, read_log
 
@@ -22,6 +24,7 @@ __all__ = [
     "MLBridgeError", "ChannelTimeout", "PeerClosed", "ProtocolError", "SpecMismatch", "RemoteError",
     "PipeServer", "Model", "Observation", "Session", "SessionStats",
     "PipeClient",
+    "ShmServer", "ShmClient",
     "run_compiler", "CompileResult",
     "read_log", "LogRecord",
 ]

@@ -30,7 +30,13 @@ def _serve(args: argparse.Namespace) -> int:
     sys.path.insert(0, ".")
     policy = _load_policy(args.policy)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    with PipeServer(args.base, format=args.format, timeout=args.timeout, record_dir=args.record) as srv:
+    kw = dict(format=args.format, timeout=args.timeout, record_dir=args.record)
+    if args.transport == "shm":
+        from .shm import ShmServer
+        server: PipeServer = ShmServer(args.base, spin_us=args.spin_us, **kw)
+    else:
+        server = PipeServer(args.base, **kw)
+    with server as srv:
         print(json.dumps({"event": "ready", "base": srv.base}), flush=True)
         served = 0
         while args.sessions is None or served < args.sessions:
@@ -72,6 +78,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     s.add_argument("--policy", required=True, help="module:function (or module:ModelClass)")
     s.add_argument("--base", default=None, help="channel base (default: a fresh private folder)")
     s.add_argument("--format", default="auto", choices=["auto", "bitstream", "json", "protobuf"])
+    s.add_argument("--transport", default="pipe", choices=["pipe", "shm"],
+                   help="named pipes (BASE.in/BASE.out) or shared memory (BASE.shm, docs/shm.md)")
+    s.add_argument("--spin-us", type=float, default=50.0, help="shm: busy-wait budget per wait (0: never spin)")
     s.add_argument("--timeout", type=float, default=10.0, help="per-message timeout in a session")
     s.add_argument("--sessions", type=int, default=None, help="stop after this many sessions")
     s.add_argument("--idle-timeout", type=float, default=None, help="stop after this long without a session")

@@ -2,6 +2,7 @@
 
     python -m mlbridge.bench_model --base BASE --model {fc,const,echo} [--format auto]
                                    [--idle-timeout S] [--timeout S] [--seed N] [--value V]
+                                   [--transport pipe|shm] [--spin-us US]
 
 Prints one JSON line ``{"event":"ready","base":...}`` on stdout when the channel
 exists, serves sessions until killed (SIGTERM/SIGINT) or idle for
@@ -22,6 +23,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import numpy as np
 
 from .server import Model, Observation, PipeServer, Session
+from .shm import DEFAULT_SPIN_US, ShmServer
 
 __all__ = ["FcModel", "ConstModel", "EchoModel", "main"]
 
@@ -108,7 +110,12 @@ def _stop(signum: int, frame: Any) -> None:
 def main(argv: Optional[List[str]] = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m mlbridge.bench_model", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--base", required=True, help="channel base path (BASE.in / BASE.out are created)")
+    ap.add_argument("--base", required=True,
+                    help="channel base path (BASE.in / BASE.out are created; shm: BASE.shm)")
+    ap.add_argument("--transport", choices=["pipe", "shm"], default="pipe",
+                    help="named pipes, or the shared-memory channel (docs/shm.md)")
+    ap.add_argument("--spin-us", type=float, default=DEFAULT_SPIN_US,
+                    help="shm: busy-wait budget per wait before sleeping (0: never spin)")
     ap.add_argument("--model", choices=sorted(MODELS), default="fc")
     ap.add_argument("--format", default="auto", choices=["auto", "bitstream", "json", "protobuf"])
     ap.add_argument("--idle-timeout", type=float, default=None,
@@ -128,7 +135,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     signal.signal(signal.SIGTERM, _stop)
     sessions = decisions = failures = 0
     try:
-        with PipeServer(args.base, format=args.format, timeout=args.timeout) as srv:
+        if args.transport == "shm":
+            server: PipeServer = ShmServer(args.base, format=args.format, timeout=args.timeout, spin_us=args.spin_us)
+        else:
+            server = PipeServer(args.base, format=args.format, timeout=args.timeout)
+        with server as srv:
             print(json.dumps({"event": "ready", "base": srv.base}), flush=True)
             while True:
                 try:

@@ -133,6 +133,18 @@ class InputBuffer:
             self.data = new
         self.start, self.end = 0, n
 
+    def free_view(self, need: int) -> memoryview:
+        """The free space after ``end`` (with room for ``need`` bytes from
+        start), to be filled and then committed; release the view before the
+        next call."""
+        if self.start + need > len(self.data) or (self.start == self.end and self.start):
+            self._reuse(need)
+        return memoryview(self.data)[self.end:]
+
+    def commit(self, n: int) -> None:
+        """Count ``n`` bytes written into free_view() as buffered."""
+        self.end += n
+
     def read_from(self, fd: int, need: int) -> int:
         """One read from ``fd`` into free space (room for ``need`` bytes from start).
 
@@ -214,6 +226,26 @@ def _private_dir(path: str, created: bool) -> None:
             )
 
 
+def channel_base(base: Optional[str], parent: Optional[str] = None) -> tuple:
+    """The model's channel base and the folder it had to create (or None).
+
+    ``base`` None: a fresh private temporary folder (under ``parent`` if
+    given). Otherwise the folder of ``base`` is created (0700) if missing,
+    and must be private.
+    """
+    if base is None:
+        folder = tempfile.mkdtemp(prefix="mlbridge-", dir=parent)
+        return os.path.join(folder, "channel"), folder
+    base = os.path.abspath(os.fspath(base))
+    folder = os.path.dirname(base)
+    created = None
+    if not os.path.isdir(folder):
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        created = folder
+    _private_dir(folder, created is not None)
+    return base, created
+
+
 class ServerChannel:
     """The model's end: creates the folder and FIFOs, holds them open between sessions.
 
@@ -227,17 +259,7 @@ class ServerChannel:
         self._created: list = []
         self.in_fd = -1
         self.out_fd = -1
-        if base is None:
-            folder = tempfile.mkdtemp(prefix="mlbridge-")
-            self._created_dir = folder
-            base = os.path.join(folder, "channel")
-        else:
-            base = os.path.abspath(os.fspath(base))
-            folder = os.path.dirname(base)
-            if not os.path.isdir(folder):
-                os.makedirs(folder, mode=0o700, exist_ok=True)
-                self._created_dir = folder
-            _private_dir(folder, self._created_dir is not None)
+        base, self._created_dir = channel_base(base)
         self.base = base
         self.in_path = base + ".in"
         self.out_path = base + ".out"

@@ -43,7 +43,7 @@ class PipeClient:
         self._next_id = 0
         header = self.format.preamble() + self.format.header(self.features, self.advice)
         self._decoder = self.format.compiler_decoder(self.advice, max_message)
-        self._ch = ClientChannel(base, timeout)
+        self._ch = self._open_channel(base, timeout)
         try:
             deadline = Deadline(timeout)
             # Nothing can be meant for us before our header: bytes already in
@@ -78,6 +78,10 @@ class PipeClient:
         self.close()
 
     # -- internals -------------------------------------------------------------
+    def _open_channel(self, base: str, timeout: Optional[float]) -> Any:
+        """The compiler's end of the channel (subclasses use other transports)."""
+        return ClientChannel(base, timeout)
+
     def _usable(self) -> None:
         if self._closed:
             raise MLBridgeError("the client is closed")

@@ -1,4 +1,5 @@
-"""The model side: serve compiler sessions over the named-pipe channel."""
+"""The model side: serve compiler sessions over a channel (named pipes here;
+shared memory in shm.py)."""
 from __future__ import annotations
 
 import os
@@ -155,10 +156,14 @@ class PipeServer:
         self.record_dir = os.fspath(record_dir) if record_dir is not None else None
         if self.record_dir is not None:
             os.makedirs(self.record_dir, exist_ok=True)
-        self.channel = ServerChannel(base)
+        self.channel = self._open_channel(base)
         self.sessions_started = 0
         self._resume: Optional[Any] = None   # framed format of a header that restarted a session
         self._rec: Optional[Tuple[Any, Any]] = None
+
+    def _open_channel(self, base: Optional[str]) -> Any:
+        """The model's end of the channel (subclasses serve other transports)."""
+        return ServerChannel(base)
 
     # -- public API ------------------------------------------------------------
     @property
