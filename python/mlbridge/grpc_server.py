@@ -34,6 +34,7 @@ from .messages import PROTOCOL_VERSION
 from .server import Observation, Policy, Session, _describe
 from .spec import TensorSpec, check_unique
 from .values import coerce_all
+from ._lifecycle import ServerLifecycle
 
 __all__ = ["GrpcServer", "ServerTLS", "ClientTLS", "RetryPolicy", "main"]
 
@@ -99,7 +100,7 @@ class _NoLock:
         return None
 
 
-class GrpcServer:
+class GrpcServer(ServerLifecycle):
     """Serve a policy to compilers over gRPC.
 
     ``address``: "host:port"; the default binds loopback only, port 0 picks a
@@ -212,18 +213,6 @@ class GrpcServer:
             self._end(lv, False, "the server stopped")
         self._stopped.set()
 
-    def wait(self, timeout: Optional[float] = None) -> bool:
-        """Block until stop() or a Shutdown RPC; False on timeout."""
-        return self._stopped.wait(timeout)
-
-    def __enter__(self) -> "GrpcServer":
-        if self._server is None:
-            self.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.stop()
-
     @property
     def sessions(self) -> List[Session]:
         """Ended sessions (the last ``keep_sessions``) then the live ones."""
@@ -231,10 +220,6 @@ class GrpcServer:
             return list(self._ended) + [lv.session for lv in self._live.values()]
 
     # -- handlers ------------------------------------------------------------------
-    def _auth(self, context: grpc.ServicerContext) -> None:
-        if self._token is not None:
-            _c.check_token(context, self._token)
-
     def _refusal(self, features: Any) -> Optional[str]:
         have = {s.name: s for s in features}
         for req in self.required:

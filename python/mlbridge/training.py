@@ -34,6 +34,8 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from ._lifecycle import ServerLifecycle
+
 _log = logging.getLogger("mlbridge.training")
 
 __all__ = ["LinearPolicy", "es_train", "evaluate", "run_episode", "EpisodeStats", "EnvironmentServer",
@@ -223,7 +225,7 @@ def es_train(fitness: Callable[[List[np.ndarray]], Sequence[float]], x0: np.ndar
 
 
 # ---- a compiler worker for remote trainers -------------------------------------------
-class EnvironmentServer:
+class EnvironmentServer(ServerLifecycle):
     """Serve ``mlbridge.v1.EnvironmentService`` over a pipe ``CompilerEnv``:
     each session is one episode (one compilation); a trainer's
     ``GetObservation`` starts the next episode when none is live. Episodes
@@ -309,23 +311,7 @@ class EnvironmentServer:
             self._server = None
         self._stopped.set()
 
-    def wait(self, timeout: Optional[float] = None) -> bool:
-        return self._stopped.wait(timeout)
-
-    def __enter__(self) -> "EnvironmentServer":
-        if self._server is None:
-            self.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.stop()
-
     # -- handlers --
-    def _auth(self, context: Any) -> None:
-        if self._token is not None:
-            from . import _grpc_common as _c
-            _c.check_token(context, self._token)
-
     def _hello(self, req: Any, context: Any) -> Any:
         self._auth(context)
         from .messages import PROTOCOL_VERSION

@@ -266,23 +266,28 @@ def test_stream_ending_without_close_ends_session_unclean():
         c._rpc.close()
 
 
+def _raw_stream(ch, session):
+    """An EvaluateStream call made by hand, and one valid request for FEATS."""
+    from mlbridge._proto import service_pb2 as spb
+
+    call = ch.stream_stream("/mlbridge.v1.ModelService/EvaluateStream",
+                            request_serializer=spb.EvaluateRequest.SerializeToString,
+                            response_deserializer=spb.EvaluateReply.FromString)
+    req = spb.EvaluateRequest(session=session)
+    req.observation.SetInParent()
+    for name in ("a", "b"):
+        t = req.observation.tensors.add(name=name, dtype=9 if name == "a" else 1, shape=[1 if name == "a" else 2])
+        t.data = bytes(8)
+    return call, req
+
+
 def test_clean_stream_end_then_close_is_clean():
     import grpc
-
-    from mlbridge._proto import service_pb2 as spb
 
     with GrpcServer(lambda obs: 1) as srv:
         c = client(srv)
         with grpc.insecure_channel(srv.target) as ch:
-            call = ch.stream_stream("/mlbridge.v1.ModelService/EvaluateStream",
-                                    request_serializer=spb.EvaluateRequest.SerializeToString,
-                                    response_deserializer=spb.EvaluateReply.FromString)
-            req = spb.EvaluateRequest(session=c.session)
-            req.observation.SetInParent()
-            for name in ("a", "b"):
-                t = req.observation.tensors.add(name=name, dtype=9 if name == "a" else 1,
-                                                shape=[1 if name == "a" else 2])
-                t.data = bytes(8)
+            call, req = _raw_stream(ch, c.session)
             assert len(list(call(iter([req, req])))) == 2     # half-closed after two requests
         c.close()
     assert srv.sessions[0].clean is True and srv.sessions[0].observations == 2
@@ -331,21 +336,11 @@ def test_idle_unary_sessions_expire_and_are_refused_with_the_reason():
 def test_streaming_sessions_never_expire_while_their_stream_lives():
     import grpc
 
-    from mlbridge._proto import service_pb2 as spb
-
     with GrpcServer(lambda obs: 1, session_idle_timeout=1.0) as srv:
         c = client(srv)
         q: "queue.Queue" = queue.Queue()
         with grpc.insecure_channel(srv.target) as ch:
-            call = ch.stream_stream("/mlbridge.v1.ModelService/EvaluateStream",
-                                    request_serializer=spb.EvaluateRequest.SerializeToString,
-                                    response_deserializer=spb.EvaluateReply.FromString)
-            req = spb.EvaluateRequest(session=c.session)
-            req.observation.SetInParent()
-            for name in ("a", "b"):
-                t = req.observation.tensors.add(name=name, dtype=9 if name == "a" else 1,
-                                                shape=[1 if name == "a" else 2])
-                t.data = bytes(8)
+            call, req = _raw_stream(ch, c.session)
             replies = call(iter(q.get, None))
             q.put(req)
             next(replies)
