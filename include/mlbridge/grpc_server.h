@@ -14,6 +14,15 @@
 //   ...
 //   server.stop();                              // or the trainer's Shutdown RPC + waitForShutdown()
 //
+// The episode's outcome (reward numbers such as the object size) goes to the
+// trainer's GetOutcome call:
+//
+//   uint64_t session = server.sessionId(**runner);   // e.g. before the runner is destroyed
+//   ... compile, measure ...
+//   TensorSpec sizeSpec = TensorSpec::create<double>("text_size", {1});
+//   double size = 1234;
+//   server.setOutcome(session, {TensorRef{&sizeSpec, &size}});
+//
 // Each runner is one session (its own id); several compiler threads may each
 // use their own runner at once. This header does not include gRPC headers and
 // builds with -fno-exceptions -fno-rtti.
@@ -26,6 +35,7 @@
 #include <vector>
 
 #include "mlbridge/model_runner.h"
+#include "mlbridge/tensor_ref.h"
 
 namespace mlbridge {
 
@@ -38,7 +48,8 @@ struct GrpcServerOptions {
   std::string tlsClientCaPath;
   std::string token;                    // every call must carry "authorization: Bearer TOKEN"
   bool allowInsecureRemote = false;     // a non-loopback address needs TLS or a token unless set
-  int maxWaitMs = 10000;                // longest a GetObservation call waits (and its deadline)
+  int maxWaitMs = 10000;                // longest a GetObservation or GetOutcome call waits
+  size_t maxOutcomes = 1024;            // outcomes kept for GetOutcome (the oldest is dropped; at least 1)
   size_t maxMessageBytes = size_t(256) << 20;
 };
 
@@ -77,6 +88,22 @@ class GrpcTrainingServer {
   StatusOr<std::unique_ptr<ModelRunner>> makeRunner(std::vector<TensorSpec> features,
                                                     std::vector<TensorSpec> advice,
                                                     TrainingRunnerOptions options = TrainingRunnerOptions());
+
+  // The session id of a runner made by this server's makeRunner() (what the
+  // trainer sees in its steps); 0 for any other runner.
+  uint64_t sessionId(const ModelRunner& runner) const;
+
+  // Reports the outcome of a session's episode: named tensors (e.g. "reward",
+  // "text_size"), copied at once; served by the trainer's GetOutcome call.
+  // Usually called after the episode's last decision, before or after the
+  // runner's finish() (and after the runner is destroyed, by session id).
+  // Each session reports once: a second report is kFailedPrecondition. An
+  // unknown session (or another server's runner) is kNotFound; an invalid
+  // spec, a duplicate name, missing data or an outcome over maxMessageBytes is
+  // kInvalidArgument. Only the last maxOutcomes outcomes are kept: GetOutcome
+  // on an older one is NOT_FOUND. Thread-safe.
+  Status setOutcome(uint64_t session, const std::vector<TensorRef>& outcome);
+  Status setOutcome(const ModelRunner& runner, const std::vector<TensorRef>& outcome);
 
   struct Hub;
 

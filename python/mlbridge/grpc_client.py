@@ -3,7 +3,7 @@
 * :class:`EnvironmentClient` — the training direction: a compiler process
   serves ``mlbridge.v1.EnvironmentService`` (C++ ``GrpcTrainingServer``) and
   the Python trainer drives it: take the next observation, send an action,
-  end an episode.
+  end an episode, read the episode's outcome.
 * :class:`ModelClient` — the inference direction from Python: what the C++
   ``GrpcModelRunner`` does, for tests, tools and Python "compilers".
 
@@ -229,6 +229,7 @@ class EnvironmentClient:
         self._act = m("SendAction", spb.SendActionRequest, spb.SendActionReply)
         self._end = m("EndEpisode", spb.EndEpisodeRequest, spb.EndEpisodeReply)
         self._shutdown = m("Shutdown", spb.ShutdownRequest, spb.ShutdownReply)
+        self._outcome = m("GetOutcome", spb.GetOutcomeRequest, spb.GetOutcomeReply)
         self._sessions: Dict[int, SessionInfo] = {}
         self.hello()
 
@@ -306,6 +307,32 @@ class EnvironmentClient:
     def end_episode(self, session: int, reason: str = "") -> None:
         """The compiler's pending and later evaluate() calls of this session fail (CANCELLED)."""
         self._rpc.call("EndEpisode", self._end, spb.EndEpisodeRequest(session=session, reason=reason))
+
+    def outcome(self, session: int, wait: float = 0.0,
+                timeout: Optional[float] = None) -> Optional[Dict[str, np.ndarray]]:
+        """The outcome the compiler reported for ``session`` (C++
+        ``GrpcTrainingServer::setOutcome``): named arrays such as ``reward``
+        or ``text_size``. ``None`` if it is not reported (yet) after the
+        server waited up to ``wait`` seconds (0: answer at once; the server
+        also bounds the wait, 10 s by default). Raises RemoteError
+        (NOT_FOUND) for an unknown session or one whose outcome the server
+        no longer keeps. ``timeout``: the call's deadline on top of ``wait``
+        (default: the client's timeout)."""
+        if wait < 0:
+            raise ValueError(f"outcome: wait must be >= 0, got {wait}")
+        wait_ms = min(int(round(wait * 1000)), 0xFFFFFFFF)
+        req = spb.GetOutcomeRequest(session=session, wait_ms=wait_ms)
+        rep = self._rpc.call("GetOutcome", self._outcome, req,
+                             timeout=wait + (self._rpc.timeout if timeout is None else timeout))
+        if not rep.ready:
+            return None
+        out: Dict[str, np.ndarray] = {}
+        for t in rep.outcome:
+            name, arr = _tensor(t, f"outcome of session {session}")
+            if name in out:
+                raise ProtocolError(f"outcome of session {session}: tensor {name!r} twice")
+            out[name] = arr
+        return out
 
     def shutdown(self, reason: str = "") -> None:
         """Ask the compiler process to stop serving."""

@@ -44,12 +44,7 @@ from .supervise import CompileResult, run_compiler
 from .values import coerce
 
 __all__ = ["CompilerEnv", "EpisodeResult", "observation_space", "action_space", "llvm_inliner_env",
-           "InlinerSizeReward", "OUTCOME_METHOD"]
-
-#: Optional RPC of a Python compiler worker: the outcome of an ended episode
-#: (request ``GetSessionRequest``, reply ``Observation`` whose tensors are the
-#: worker's numbers, e.g. ``reward``, ``text_size``). See training.py.
-OUTCOME_METHOD = "/mlbridge.v1.EnvironmentOutcome/GetOutcome"
+           "InlinerSizeReward"]
 
 
 @dataclass
@@ -61,7 +56,7 @@ class EpisodeResult:
     result: Optional[CompileResult] = None   # pipes: exit status, stderr, sessions
     session: int = 0                         # gRPC: the session id
     name: str = ""                           # gRPC: the runner's name
-    outcome: Dict[str, np.ndarray] = field(default_factory=dict)  # gRPC worker's numbers
+    outcome: Dict[str, np.ndarray] = field(default_factory=dict)  # gRPC: the compiler's GetOutcome numbers
     extra: Dict[str, Any] = field(default_factory=dict)           # what the command factory returned
 
 
@@ -272,14 +267,7 @@ class _GrpcBackend:
         self.step: Any = None
         self.session = 0
         self.ended = True
-        self._outcome = None
         self._fetched: Tuple[int, Dict[str, np.ndarray]] = (0, {})
-        if fetch_outcome:
-            from ._proto import mlbridge_pb2 as mpb, service_pb2 as spb
-            self._outcome = self.client._rpc.channel.unary_unary(
-                OUTCOME_METHOD, request_serializer=spb.GetSessionRequest.SerializeToString,
-                response_deserializer=mpb.Observation.FromString)
-            self._outcome_req = spb.GetSessionRequest
 
     def probe(self, rng: np.random.Generator) -> Tuple[Tuple[TensorSpec, ...], Tuple[TensorSpec, ...]]:
         event = self.start(0, {}, rng)
@@ -323,12 +311,16 @@ class _GrpcBackend:
         return self._next(self.session)
 
     def _fetch_outcome(self) -> Dict[str, np.ndarray]:
-        if self._outcome is None:
+        if not self.fetch_outcome:
             return {}
         if self._fetched[0] != self.session:
-            from .formats.protobuf import _tensor
-            rep = self.client._rpc.call("GetOutcome", self._outcome, self._outcome_req(session=self.session))
-            self._fetched = (self.session, dict(_tensor(t, "outcome") for t in rep.tensors))
+            # A compiler may report after its session's end: wait for it (bounded).
+            out = self.client.outcome(self.session, wait=self.step_timeout)
+            if out is None:
+                from .errors import ChannelTimeout
+                raise ChannelTimeout(f"{self.client.target} reported no outcome for session {self.session} "
+                                     f"within {self.step_timeout} s")
+            self._fetched = (self.session, out)
         return self._fetched[1]
 
     def result(self, decisions: int) -> EpisodeResult:
@@ -336,7 +328,8 @@ class _GrpcBackend:
                              name=self.step.info.name if self.step is not None and self.step.info else "")
 
     def failure(self) -> str:
-        """A Python worker reports a compilation that failed on its side."""
+        """The compiler reports an episode that failed on its side (outcome
+        ``truncated`` or ``cancelled``, as the Python worker does)."""
         try:
             out = self._fetch_outcome()
         except Exception as exc:
@@ -367,7 +360,8 @@ class CompilerEnv(gymnasium.Env):
     a source file per episode; ``extra`` reaches the reward callback). gRPC:
     ``target="host:port"`` of a compiler serving ``EnvironmentService``
     (``token``/``tls``/``retry`` go to :class:`EnvironmentClient`;
-    ``fetch_outcome=True`` asks a Python worker for the episode's numbers).
+    ``fetch_outcome=True`` reads the episode's outcome (``GetOutcome``) into
+    ``EpisodeResult.outcome``; a missing one truncates the episode).
 
     ``features``/``advice``: the specs, if known; otherwise the first
     compilation's header gives them (one extra compiler start). ``reward_fn``:

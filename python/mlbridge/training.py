@@ -10,8 +10,8 @@
   ``mlbridge.v1.EnvironmentService`` over a pipe :class:`CompilerEnv` (e.g.
   stock ``opt-19``), so a trainer on another machine drives it with
   ``CompilerEnv(target=...)`` or :class:`mlbridge.EnvironmentClient`. It also
-  serves the episode's outcome (reward and size numbers), see
-  :data:`mlbridge.gym.OUTCOME_METHOD`.
+  serves the episode's outcome (reward and size numbers) by ``GetOutcome``
+  (:meth:`mlbridge.EnvironmentClient.outcome`).
 
     python -m mlbridge.training worker tests/corpus/*.c [--address 0.0.0.0:7001 --token-file T]
 
@@ -175,10 +175,12 @@ def evaluate(envs: Sequence[Any], policies: Sequence[Callable[[Any], Any]],
 
 def outcome_reward(ep: Any) -> Tuple[float, Dict[str, Any]]:
     """Reward callback for ``CompilerEnv(target=..., fetch_outcome=True)``
-    against an :class:`EnvironmentServer`: the worker's reward, and its other
-    numbers (``text_size``, ``baseline_size``, ...) in the final info."""
+    against an :class:`EnvironmentServer` (or a C++ compiler that reports a
+    ``reward`` with ``GrpcTrainingServer::setOutcome``): the outcome's
+    reward, and its other numbers (``text_size``, ``baseline_size``, ...) in
+    the final info."""
     if "reward" not in ep.outcome:
-        raise KeyError("the worker sent no reward for this episode")
+        raise KeyError("the compiler reported no reward for this episode")
     return float(ep.outcome["reward"][0]), {k: float(v.reshape(-1)[0]) for k, v in ep.outcome.items()}
 
 
@@ -231,7 +233,8 @@ class EnvironmentServer(ServerLifecycle):
     ``GetObservation`` starts the next episode when none is live. Episodes
     cycle through ``options_cycle`` (reset options, e.g. ``[{"file": 0},
     {"file": 1}]``). The outcome of an ended session (``reward`` and the
-    numbers in the final info) is served at :data:`mlbridge.gym.OUTCOME_METHOD`.
+    numbers in the final info, float64 [1] each) is served by ``GetOutcome``;
+    the last ``max_outcomes`` outcomes are kept.
 
     Listens on loopback by default; a non-loopback address needs ``tls``
     and/or ``token`` (or ``allow_insecure_remote=True``), as GrpcServer.
@@ -240,7 +243,7 @@ class EnvironmentServer(ServerLifecycle):
 
     def __init__(self, env: Any, address: str = "127.0.0.1:0", *, tls: Any = None, token: Optional[str] = None,
                  allow_insecure_remote: bool = False, options_cycle: Optional[Sequence[Dict[str, Any]]] = None,
-                 name: str = "") -> None:
+                 name: str = "", max_outcomes: int = 1000) -> None:
         from . import _grpc_common as _c
         _c.check_remote(address, tls, token, allow_insecure_remote)
         self.env = env
@@ -250,6 +253,8 @@ class EnvironmentServer(ServerLifecycle):
         self.cycle = list(options_cycle or [{}])
         self.name = name
         self._lock = threading.Lock()
+        self._reported = threading.Condition(self._lock)   # an outcome was recorded
+        self.max_outcomes = max(1, int(max_outcomes))
         self._server: Any = None
         self._port = 0
         self._stopped = threading.Event()
@@ -264,8 +269,8 @@ class EnvironmentServer(ServerLifecycle):
     def start(self) -> "EnvironmentServer":
         import grpc
         from . import _grpc_common as _c
-        from ._proto import mlbridge_pb2 as mpb, service_pb2 as spb
-        self._spb, self._mpb = spb, mpb
+        from ._proto import service_pb2 as spb
+        self._spb = spb
         server = grpc.server(futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="mlbridge-env"),
                              options=_c.server_options(64 << 20))
 
@@ -279,13 +284,10 @@ class EnvironmentServer(ServerLifecycle):
             "SendAction": h(self._send_action, spb.SendActionRequest, spb.SendActionReply),
             "EndEpisode": h(self._end_episode, spb.EndEpisodeRequest, spb.EndEpisodeReply),
             "Shutdown": h(self._shutdown, spb.ShutdownRequest, spb.ShutdownReply),
+            "GetOutcome": h(self._outcome, spb.GetOutcomeRequest, spb.GetOutcomeReply),
         }
-        from .gym import OUTCOME_METHOD
-        svc, method = OUTCOME_METHOD.strip("/").split("/")
         server.add_generic_rpc_handlers((
             grpc.method_handlers_generic_handler("mlbridge.v1.EnvironmentService", env_handlers),
-            grpc.method_handlers_generic_handler(svc, {method: h(self._outcome, spb.GetSessionRequest,
-                                                                 mpb.Observation)}),
         ))
         try:
             self._port = _c.bind(server, self.address, self.tls)
@@ -373,9 +375,10 @@ class EnvironmentServer(ServerLifecycle):
             if isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool):
                 out[k] = np.array([v], np.float64)
         self._ended[self._sid] = out
-        while len(self._ended) > 1000:
+        while len(self._ended) > self.max_outcomes:
             self._ended.pop(next(iter(self._ended)))
         self._pending = ("end",)
+        self._reported.notify_all()
 
     def _send_action(self, req: Any, context: Any) -> Any:
         import grpc
@@ -418,18 +421,40 @@ class EnvironmentServer(ServerLifecycle):
                 self._finish(float("nan"), {"cancelled": 1})
         return self._spb.EndEpisodeReply()
 
+    #: Longest a GetOutcome call waits for an outcome (seconds).
+    max_wait = 10.0
+
     def _outcome(self, req: Any, context: Any) -> Any:
+        """GetOutcome: ready with the numbers once the episode ended; not
+        ready while it runs (after waiting up to ``wait_ms``); NOT_FOUND for
+        an unknown session or a dropped outcome."""
         import grpc
         from .formats.protobuf import _fill_tensor
         from .spec import TensorSpec
         self._auth(context)
-        with self._lock:
-            out = self._ended.get(req.session)
-        if out is None:
-            context.abort(grpc.StatusCode.NOT_FOUND, f"session {req.session} has no outcome (not ended?)")
-        rep = self._mpb.Observation(id=-1)
+        wait = min(req.wait_ms / 1000.0, self.max_wait)
+        left = context.time_remaining()
+        if left is not None:
+            wait = max(0.0, min(wait, left - 0.05))   # answer "not ready" before the call's deadline
+        deadline = time.monotonic() + wait
+        with self._reported:
+            while True:
+                out = self._ended.get(req.session)
+                if out is not None:
+                    break
+                if req.session not in self._names:
+                    context.abort(grpc.StatusCode.NOT_FOUND, f"unknown session {req.session}")
+                if req.session != self._sid or not self._live:
+                    context.abort(grpc.StatusCode.NOT_FOUND,
+                                  f"the outcome of session {req.session} was dropped (the worker keeps its "
+                                  f"last {self.max_outcomes} outcomes)")
+                left = deadline - time.monotonic()
+                if left <= 0 or self._stopped.is_set() or not context.is_active():
+                    return self._spb.GetOutcomeReply(session=req.session, ready=False, session_ended=False)
+                self._reported.wait(min(left, 0.1))   # wake to notice a cancelled call
+        rep = self._spb.GetOutcomeReply(session=req.session, ready=True, session_ended=True)
         for k, v in out.items():
-            _fill_tensor(rep.tensors.add(), TensorSpec(k, "double", [1]), v)
+            _fill_tensor(rep.outcome.add(), TensorSpec(k, "double", [1]), v)
         return rep
 
     def _shutdown(self, req: Any, context: Any) -> Any:

@@ -8,6 +8,8 @@
 #include <map>
 #include <mutex>
 #include <random>
+#include <set>
+#include <unordered_map>
 
 #include "grpc/common.h"
 #include "mlbridge/v1/service.grpc.pb.h"
@@ -33,6 +35,8 @@ struct Sess {
   pb::Observation obs;
   bool haveAction = false;
   pb::Reply action;
+  std::unique_ptr<pb::GetOutcomeReply> outcome;  // reported by setOutcome()
+  bool outcomeDropped = false;                   // ... and dropped (only the last N are kept)
 };
 
 struct Event {
@@ -47,6 +51,9 @@ struct GrpcTrainingServer::Hub {
   std::condition_variable cv;
   std::map<uint64_t, std::shared_ptr<Sess>> sessions;
   std::deque<Event> events;
+  std::unordered_map<const ModelRunner*, uint64_t> runners;  // live runners -> their session
+  std::deque<uint64_t> outcomeOrder;                           // sessions holding an outcome, oldest first
+  size_t maxOutcomes = 1024;
   bool stopped = false;
   bool shutdown = false;
   std::string shutdownReason;
@@ -77,7 +84,12 @@ class TrainingRunner final : public ModelRunner {
   TrainingRunner(std::vector<TensorSpec> features, std::vector<TensorSpec> advice, std::shared_ptr<Hub> hub,
                  TrainingRunnerOptions options)
       : ModelRunner(std::move(features), std::move(advice)), hub_(std::move(hub)), options_(std::move(options)) {}
-  ~TrainingRunner() override { (void)finish(); }
+  ~TrainingRunner() override {
+    (void)finish();
+    if (!sess_) return;
+    std::lock_guard<std::mutex> lock(hub_->mu);
+    hub_->runners.erase(static_cast<const ModelRunner*>(this));
+  }
 
   Status init() {
     MLBRIDGE_RETURN_IF_ERROR(initBuffers());
@@ -89,6 +101,7 @@ class TrainingRunner final : public ModelRunner {
     std::lock_guard<std::mutex> lock(hub_->mu);
     s->id = hub_->newId();
     hub_->sessions[s->id] = s;
+    hub_->runners[static_cast<const ModelRunner*>(this)] = s->id;
     sess_ = s;
     return Status::OK();
   }
@@ -252,6 +265,44 @@ class EnvService final : public pb::EnvironmentService::Service {
     return grpc::Status::OK;
   }
 
+  grpc::Status GetOutcome(grpc::ServerContext* ctx, const pb::GetOutcomeRequest* req,
+                          pb::GetOutcomeReply* rep) override {
+    if (!authorized(ctx)) return unauth();
+    // Wait at most wait_ms, the server's bound, and (less a margin for the
+    // reply) the call's own deadline, so the answer is "not ready", never a
+    // deadline error.
+    int64_t waitMs = std::min<int64_t>(req->wait_ms(), maxWaitMs_);
+    auto left = std::chrono::duration_cast<Ms>(ctx->deadline() - std::chrono::system_clock::now());
+    waitMs = std::max<int64_t>(0, std::min<int64_t>(waitMs, left.count() - 50));
+    Clock::time_point limit = Clock::now() + Ms(waitMs);
+    std::unique_lock<std::mutex> lock(hub_->mu);
+    auto it = hub_->sessions.find(req->session());
+    if (it == hub_->sessions.end()) return unknown(req->session());
+    std::shared_ptr<Sess> s = it->second;
+    rep->set_session(s->id);
+    for (;;) {
+      if (s->outcome) {
+        rep->set_ready(true);
+        rep->set_session_ended(s->ended);
+        *rep->mutable_outcome() = s->outcome->outcome();
+        return grpc::Status::OK;
+      }
+      if (s->outcomeDropped)
+        return grpc::Status(grpc::StatusCode::NOT_FOUND,
+                            "the outcome of session " + std::to_string(s->id) +
+                                " was dropped (the server keeps its last " + std::to_string(hub_->maxOutcomes) +
+                                " outcomes)");
+      Clock::time_point now = Clock::now();
+      if (now >= limit || hub_->stopped || hub_->shutdown || ctx->IsCancelled()) {
+        rep->set_ready(false);
+        rep->set_session_ended(s->ended);
+        return grpc::Status::OK;
+      }
+      // Wake at least every 100 ms to notice a cancelled call.
+      hub_->cv.wait_until(lock, std::min(limit, now + Ms(100)));
+    }
+  }
+
   grpc::Status Shutdown(grpc::ServerContext* ctx, const pb::ShutdownRequest* req, pb::ShutdownReply*) override {
     if (!authorized(ctx)) return unauth();
     std::lock_guard<std::mutex> lock(hub_->mu);
@@ -289,6 +340,7 @@ struct GrpcTrainingServer::Impl {
 
 GrpcTrainingServer::GrpcTrainingServer(GrpcServerOptions options) : impl_(new Impl) {
   impl_->options = std::move(options);
+  impl_->hub->maxOutcomes = std::max<size_t>(1, impl_->options.maxOutcomes);
 }
 
 GrpcTrainingServer::~GrpcTrainingServer() { stop(); }
@@ -405,6 +457,60 @@ StatusOr<std::unique_ptr<ModelRunner>> GrpcTrainingServer::makeRunner(std::vecto
       new TrainingRunner(std::move(features), std::move(advice), impl_->hub, std::move(options)));
   MLBRIDGE_RETURN_IF_ERROR(r->init());
   return std::unique_ptr<ModelRunner>(std::move(r));
+}
+
+uint64_t GrpcTrainingServer::sessionId(const ModelRunner& runner) const {
+  Hub& h = *impl_->hub;
+  std::lock_guard<std::mutex> lock(h.mu);
+  auto it = h.runners.find(&runner);
+  return it == h.runners.end() ? 0 : it->second;
+}
+
+Status GrpcTrainingServer::setOutcome(const ModelRunner& runner, const std::vector<TensorRef>& outcome) {
+  uint64_t id = sessionId(runner);
+  if (id == 0)
+    return Status(StatusCode::kNotFound, "setOutcome: the runner was not made by this server's makeRunner()");
+  return setOutcome(id, outcome);
+}
+
+Status GrpcTrainingServer::setOutcome(uint64_t session, const std::vector<TensorRef>& outcome) {
+  // Copy and check outside the lock.
+  std::unique_ptr<pb::GetOutcomeReply> rec(new pb::GetOutcomeReply);
+  std::set<std::string> names;
+  for (const TensorRef& ref : outcome) {
+    if (ref.spec == nullptr) return invalidArgument("setOutcome: a tensor without a spec");
+    const TensorSpec& spec = *ref.spec;
+    MLBRIDGE_RETURN_IF_ERROR(spec.validate());
+    if (!names.insert(spec.name()).second)
+      return invalidArgument("setOutcome: two outcome tensors are named '" + spec.name() + "'");
+    if (ref.data == nullptr && spec.elementCount() != 0)
+      return invalidArgument("setOutcome: outcome tensor '" + spec.name() + "' has no data");
+    pb::Tensor* t = rec->add_outcome();
+    grpcimpl::prepareTensor(t, spec);
+    if (spec.elementCount() != 0) grpcimpl::setTensorData(t, ref);
+  }
+  if (rec->ByteSizeLong() > impl_->options.maxMessageBytes)
+    return invalidArgument("setOutcome: the outcome (" + std::to_string(rec->ByteSizeLong()) +
+                           " bytes) is larger than maxMessageBytes");
+  Hub& h = *impl_->hub;
+  std::lock_guard<std::mutex> lock(h.mu);
+  auto it = h.sessions.find(session);
+  if (it == h.sessions.end())
+    return Status(StatusCode::kNotFound, "setOutcome: unknown session " + std::to_string(session));
+  Sess& s = *it->second;
+  if (s.outcome || s.outcomeDropped)
+    return failedPrecondition("setOutcome: session " + std::to_string(session) + " already reported its outcome");
+  s.outcome = std::move(rec);
+  h.outcomeOrder.push_back(session);
+  while (h.outcomeOrder.size() > h.maxOutcomes) {
+    auto old = h.sessions.find(h.outcomeOrder.front());
+    h.outcomeOrder.pop_front();
+    if (old == h.sessions.end()) continue;
+    old->second->outcome.reset();
+    old->second->outcomeDropped = true;
+  }
+  h.cv.notify_all();
+  return Status::OK();
 }
 
 }  // namespace mlbridge

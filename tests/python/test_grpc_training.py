@@ -100,3 +100,119 @@ def test_many_compiler_threads_one_trainer():
                 steps += 1
             assert steps == 200 and len(sessions) == 8
         assert p.wait() == 0
+
+
+# ---- episode outcomes (GetOutcome) ------------------------------------------------
+def test_outcome_reported_by_the_cpp_compiler():
+    # testenv reports {"reward": right/steps, "action_sum", "steps"} after each finish().
+    with Proc([find_testenv(), "--threads", "1", "--steps", "4", "--wait-shutdown"]) as p:
+        with EnvironmentClient(p.target) as env:
+            with pytest.raises(RemoteError, match="NOT_FOUND"):
+                env.outcome(123456789)
+            step = env.next()
+            assert step is not None and not step.ended
+            assert env.outcome(step.session) is None              # the episode runs: not reported
+            xs = []
+            while not step.ended:
+                xs.append(int(step.features["x"][0]))
+                env.act(step, -xs[-1])
+                step = env.next(step.session)
+            out = env.outcome(step.session, wait=10.0)             # reported after the end: waits for it
+            assert out is not None
+            assert set(out) == {"reward", "action_sum", "steps"}
+            assert out["reward"].dtype == np.float64 and out["reward"].shape == (1,)
+            assert out["reward"][0] == 1.0
+            assert out["action_sum"].dtype == np.int64 and out["action_sum"][0] == -sum(xs)
+            assert out["steps"][0] == 4 == len(xs)
+            assert env.outcome(step.session)["action_sum"][0] == -sum(xs)   # stays readable
+            env.shutdown("done")
+        assert p.wait(10) == 0
+
+
+def test_outcome_of_many_sessions_from_the_cpp_compiler():
+    with Proc([find_testenv(), "--threads", "4", "--steps", "5", "--wait-shutdown"]) as p:
+        with EnvironmentClient(p.target) as env:
+            sums, ended = {}, []
+            while len(ended) < 4:
+                step = env.next()
+                if step is None:
+                    continue
+                if step.ended:
+                    ended.append(step.session)
+                    continue
+                sums[step.session] = sums.get(step.session, 0) - int(step.features["x"][0])
+                env.act(step, -int(step.features["x"][0]))
+            for sid in ended:
+                out = env.outcome(sid, wait=10.0)
+                assert out is not None and out["action_sum"][0] == sums[sid] and out["steps"][0] == 5
+            env.shutdown()
+        assert p.wait(10) == 0
+
+
+class CountingEnv:
+    """A stand-in for a pipe CompilerEnv under training.EnvironmentServer:
+    `steps` decisions (x = step), reward = the sum of the decisions."""
+
+    def __init__(self, steps: int = 3) -> None:
+        from mlbridge import TensorSpec
+        self.features = (TensorSpec("x", "int64_t", [1]),)
+        self.advice = (TensorSpec("decision", "int64_t", [1]),)
+        self.steps = steps
+        self.i = self.total = 0
+
+    def reset(self, options=None):
+        self.i = self.total = 0
+        return {"x": np.array([0], np.int64)}, {"context": "fake"}
+
+    def step(self, advice):
+        self.total += int(advice[0])
+        self.i += 1
+        done = self.i >= self.steps
+        reward = float(self.total) if done else 0.0
+        return {"x": np.array([self.i], np.int64)}, reward, done, False, {"decisions": self.i}
+
+    def abort_episode(self):
+        pass
+
+
+def play_worker_episode(env, decision: int):
+    step = env.next()
+    assert step is not None and not step.ended
+    while not step.ended:
+        env.act(step, decision)
+        step = env.next(step.session)
+    return step.session
+
+
+def test_outcome_served_by_the_python_worker():
+    import threading
+    from mlbridge.training import EnvironmentServer
+    with EnvironmentServer(CountingEnv(3), max_outcomes=1) as server:
+        with EnvironmentClient(server.target) as env:
+            with pytest.raises(RemoteError, match="NOT_FOUND"):
+                env.outcome(424242)
+            step = env.next()
+            assert env.outcome(step.session) is None               # the episode runs
+            assert env.outcome(step.session, wait=0.2) is None     # a bounded wait, then "not ready"
+            env.act(step, 1)
+            step = env.next(step.session)
+            env.act(step, 1)
+            step = env.next(step.session)
+            # A waiting GetOutcome sees the outcome the last action produces (whichever comes first).
+            got = []
+            waiter = threading.Thread(target=lambda: got.append(env.outcome(step.session, wait=10.0)))
+            waiter.start()
+            env.act(step, 0)
+            waiter.join(20)
+            assert not waiter.is_alive()
+            first = step.session
+            out = got[0]
+            assert out is not None and set(out) == {"reward", "decisions"}
+            assert out["reward"].dtype == np.float64 and out["reward"].tolist() == [2.0]
+            assert out["decisions"].tolist() == [3.0]
+            assert env.next(first).ended
+            # The worker keeps max_outcomes=1: the next episode's outcome drops the first.
+            second = play_worker_episode(env, 1)
+            assert env.outcome(second)["reward"][0] == 3.0
+            with pytest.raises(RemoteError, match="dropped"):
+                env.outcome(first)

@@ -331,3 +331,52 @@ def test_grpc_env_over_the_cpp_training_server():
         finally:
             env.close()
         assert p.wait(30) == 0                            # every action was right
+
+
+def test_grpc_env_reads_the_cpp_compilers_outcome():
+    # testenv reports {"reward": right/steps, "action_sum", "steps"} after finish(): the
+    # trainer sees the end first and GetOutcome waits for the report.
+    pytest.importorskip("grpc")
+    sys.path.insert(0, os.path.dirname(__file__))
+    from grpc_support import Proc, find_testenv
+    from mlbridge.grpc_client import EnvironmentClient
+    from mlbridge.training import outcome_reward
+    with Proc([find_testenv(), "--threads", "1", "--steps", "3", "--wait-shutdown"]) as p:
+        env = CompilerEnv(target=p.target, discrete=None, step_timeout=10.0, fetch_outcome=True,
+                          reward_fn=outcome_reward)
+        try:
+            obs, _ = env.reset()
+            xs = []
+            while True:
+                xs.append(int(obs["x"][0]))
+                obs, r, term, trunc, info = env.step(-obs["x"])
+                if term or trunc:
+                    break
+            assert term and not trunc, info
+            assert r == 1.0 and info["steps"] == 3.0 and info["action_sum"] == -sum(xs)
+        finally:
+            env.close()
+        with EnvironmentClient(p.target) as client:
+            client.shutdown()
+        assert p.wait(30) == 0
+
+
+def test_grpc_env_without_an_outcome_truncates():
+    # A compiler that never reports: fetch_outcome waits step_timeout, then truncates (no silent reward).
+    pytest.importorskip("grpc")
+    sys.path.insert(0, os.path.dirname(__file__))
+    from grpc_support import Proc, find_testenv
+    from mlbridge.grpc_client import EnvironmentClient
+    from mlbridge.training import outcome_reward
+    with Proc([find_testenv(), "--threads", "1", "--steps", "2", "--wait-shutdown", "--no-outcome"]) as p:
+        env = CompilerEnv(target=p.target, discrete=None, step_timeout=1.0, fetch_outcome=True,
+                          reward_fn=outcome_reward)
+        try:
+            steps, _, term, trunc, info = play(env, lambda o: -o["x"])
+            assert steps == 2 and trunc and not term
+            assert "reported no outcome" in info["error"], info["error"]
+        finally:
+            env.close()
+        with EnvironmentClient(p.target) as client:
+            client.shutdown()
+        assert p.wait(30) == 0

@@ -331,6 +331,11 @@ class EnvironmentServiceStub:
                 request_serializer=mlbridge_dot_v1_dot_service__pb2.ShutdownRequest.SerializeToString,
                 response_deserializer=mlbridge_dot_v1_dot_service__pb2.ShutdownReply.FromString,
                 _registered_method=True)
+        self.GetOutcome = channel.unary_unary(
+                '/mlbridge.v1.EnvironmentService/GetOutcome',
+                request_serializer=mlbridge_dot_v1_dot_service__pb2.GetOutcomeRequest.SerializeToString,
+                response_deserializer=mlbridge_dot_v1_dot_service__pb2.GetOutcomeReply.FromString,
+                _registered_method=True)
 
 
 class EnvironmentServiceServicer:
@@ -384,6 +389,17 @@ class EnvironmentServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetOutcome(self, request, context):
+        """The outcome of an episode: named tensors the compiler reported for a
+        session (reward numbers such as "reward", "text_size"), usually after its
+        last decision. Not reported yet: `ready` is false (after waiting up to
+        `wait_ms`). NOT_FOUND: unknown session, or its outcome was dropped (a
+        server keeps only its last N outcomes).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_EnvironmentServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -416,6 +432,11 @@ def add_EnvironmentServiceServicer_to_server(servicer, server):
                     servicer.Shutdown,
                     request_deserializer=mlbridge_dot_v1_dot_service__pb2.ShutdownRequest.FromString,
                     response_serializer=mlbridge_dot_v1_dot_service__pb2.ShutdownReply.SerializeToString,
+            ),
+            'GetOutcome': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetOutcome,
+                    request_deserializer=mlbridge_dot_v1_dot_service__pb2.GetOutcomeRequest.FromString,
+                    response_serializer=mlbridge_dot_v1_dot_service__pb2.GetOutcomeReply.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -584,6 +605,33 @@ class EnvironmentService:
             '/mlbridge.v1.EnvironmentService/Shutdown',
             mlbridge_dot_v1_dot_service__pb2.ShutdownRequest.SerializeToString,
             mlbridge_dot_v1_dot_service__pb2.ShutdownReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetOutcome(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/mlbridge.v1.EnvironmentService/GetOutcome',
+            mlbridge_dot_v1_dot_service__pb2.GetOutcomeRequest.SerializeToString,
+            mlbridge_dot_v1_dot_service__pb2.GetOutcomeReply.FromString,
             options,
             channel_credentials,
             insecure,
