@@ -16,19 +16,16 @@
 #include <string>
 #include <vector>
 
+#include "mlbridge/channel_options.h"
 #include "mlbridge/model_runner.h"
 #include "mlbridge/wire_format.h"
 
 namespace mlbridge {
 
-struct PipeOptions {
-  std::string base;                         // channel base path (BASE.in, BASE.out)
-  WireFormat format = WireFormat::kBitstream;
-  int timeoutMs = 10000;                    // bound on each request's write and reply
-  int connectTimeoutMs = 10000;             // bound on waiting for the model to open the channel
+// Common fields (base, format, timeoutMs, connectTimeoutMs, allowSharedFolder,
+// maxMessageBytes) are in ChannelOptions (mlbridge/channel_options.h).
+struct PipeOptions : ChannelOptions {
   bool createFifos = false;                 // create the FIFOs (and a 0700 folder) if missing
-  bool allowSharedFolder = false;           // accept a folder other users can access (not recommended)
-  size_t maxMessageBytes = size_t(256) << 20;  // larger replies are refused before allocation
 };
 
 class PipeModelRunner final : public ModelRunner {
@@ -44,18 +41,14 @@ class PipeModelRunner final : public ModelRunner {
  private:
   PipeModelRunner(std::vector<TensorSpec> features, std::vector<TensorSpec> advice, PipeOptions options);
   Status connect();
-  Status sendPending(const char* what);
-  Status readReply(int64_t expectedId, Span<const MutableTensorRef> outputs);
-  Status fail(Status s);
 
   Status evaluateImpl() override;
   Status setContextImpl(std::string_view name) override;
   Status finishImpl() override;
 
-  struct Impl;
+  struct Impl;  // the FIFOs and the session over them (src/wire/channel_session.h)
   std::unique_ptr<Impl> impl_;
   PipeOptions options_;
-  Status broken_;  // first transport error; later calls report it
 };
 
 // Creates a private (0700) folder for channels: `parent`/mlbridge-XXXXXX, or

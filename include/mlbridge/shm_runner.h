@@ -18,21 +18,19 @@
 #include <string>
 #include <vector>
 
+#include "mlbridge/channel_options.h"
 #include "mlbridge/model_runner.h"
 #include "mlbridge/wire_format.h"
 
 namespace mlbridge {
 
-struct ShmOptions {
-  std::string base;                         // channel base path: the model creates BASE.shm
-  WireFormat format = WireFormat::kBitstream;
-  int timeoutMs = 10000;                    // bound on each request's write and reply
-  int connectTimeoutMs = 10000;             // bound on waiting for the model and its acceptance
+// Common fields (base: the model creates BASE.shm; format, timeoutMs,
+// connectTimeoutMs, allowSharedFolder, maxMessageBytes) are in ChannelOptions
+// (mlbridge/channel_options.h).
+struct ShmOptions : ChannelOptions {
   // Busy-wait budget per wait before sleeping on the futex (0 = never spin).
   // Costs at most this much CPU per decision; see docs/shm.md.
   int spinUs = 50;
-  bool allowSharedFolder = false;           // accept a folder other users can access (not recommended)
-  size_t maxMessageBytes = size_t(256) << 20;  // larger replies are refused before allocation
 };
 
 class ShmModelRunner final : public ModelRunner {
@@ -49,18 +47,14 @@ class ShmModelRunner final : public ModelRunner {
  private:
   ShmModelRunner(std::vector<TensorSpec> features, std::vector<TensorSpec> advice, ShmOptions options);
   Status connect();
-  Status sendPending(const char* what);
-  Status readReply(int64_t expectedId, Span<const MutableTensorRef> outputs);
-  Status fail(Status s);
 
   Status evaluateImpl() override;
   Status setContextImpl(std::string_view name) override;
   Status finishImpl() override;
 
-  struct Impl;
+  struct Impl;  // the mapped channel and the session over it (src/wire/channel_session.h)
   std::unique_ptr<Impl> impl_;
   ShmOptions options_;
-  Status broken_;  // first transport error; later calls report it
 };
 
 }  // namespace mlbridge

@@ -9,9 +9,13 @@
 #include <limits.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <optional>
 #include <string>
+#include <thread>
+
+#include "pipe/sys_util.h"
 
 namespace mlbridge {
 namespace pipe {
@@ -23,14 +27,12 @@ int Deadline::remainingMs() const {
   return ms > 0x7fffffff ? 0x7fffffff : static_cast<int>(ms);
 }
 
-namespace {
-
-std::string errnoText(int err) {
-  char buf[128];
-  // GNU strerror_r may return a static string instead of filling buf.
-  const char* s = strerror_r(err, buf, sizeof buf);
-  return s ? s : "unknown error";
+void Backoff::pause(const Deadline& deadline) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(std::min(ms_, deadline.remainingMs())));
+  ms_ = std::min(ms_ * 2, 50);
 }
+
+namespace {
 
 // Blocks SIGPIPE in this thread for the duration of a write, and swallows a
 // SIGPIPE the write raised, so a dead peer becomes EPIPE, never a signal.

@@ -27,6 +27,15 @@ class Deadline {
   std::chrono::steady_clock::time_point end_;
 };
 
+// Growing pauses between retries (1, 2, 4, ... up to 50 ms), never past the deadline.
+class Backoff {
+ public:
+  void pause(const Deadline& deadline);
+
+ private:
+  int ms_ = 1;
+};
+
 // Writes all bytes of `iov` (modified in place as it advances). `what` names
 // the peer and channel for error messages. `guardSigpipe` blocks SIGPIPE in
 // this thread during the write (skip it only when SIGPIPE is ignored).

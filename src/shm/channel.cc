@@ -9,10 +9,9 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 #include <cstring>
-#include <thread>
 
+#include "pipe/sys_util.h"
 #include "shm/layout.h"
 
 namespace mlbridge {
@@ -22,41 +21,6 @@ namespace {
 
 // Futex sleeps are cut into slices so that a dead peer is noticed within one.
 constexpr int kSliceMs = 20;
-
-std::string errnoText(int err) {
-  char buf[128];
-  const char* s = strerror_r(err, buf, sizeof buf);
-  return s ? s : "unknown error";
-}
-
-std::string parentDir(const std::string& path) {
-  size_t slash = path.rfind('/');
-  if (slash == std::string::npos) return ".";
-  if (slash == 0) return "/";
-  return path.substr(0, slash);
-}
-
-// Anyone who can map the region can read features or forge decisions: the
-// folder and the file must be ours and closed to others.
-Status checkPrivate(const struct stat& st, const std::string& what, bool allowShared) {
-  if (allowShared) return Status::OK();
-  if (st.st_uid != geteuid() || (st.st_mode & 077) != 0) {
-    char mode[8];
-    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
-    return Status(StatusCode::kPermissionDenied, what + " is not private (mode " + mode +
-                                                     "); use a folder with mode 0700 owned by this user, "
-                                                     "or set allowSharedFolder");
-  }
-  return Status::OK();
-}
-
-Status checkFolder(const std::string& dir, bool allowShared) {
-  struct stat st;
-  if (stat(dir.c_str(), &st) != 0)
-    return Status(StatusCode::kNotFound, "channel folder " + dir + ": " + errnoText(errno));
-  if (!S_ISDIR(st.st_mode)) return invalidArgument("channel folder " + dir + " is not a directory");
-  return checkPrivate(st, "channel folder " + dir, allowShared);
-}
 
 uint32_t roundUpPow2(uint32_t v) {
   uint32_t p = kMinRingBytes;
@@ -311,14 +275,14 @@ void Channel::end() {
 StatusOr<std::unique_ptr<Channel>> Channel::create(const std::string& base, uint32_t ringBytes, int spinUs,
                                                    bool allowSharedFolder) {
   if (base.empty()) return invalidArgument("the channel base path is empty");
-  const std::string dir = parentDir(base), path = base + ".shm";
-  MLBRIDGE_RETURN_IF_ERROR(checkFolder(dir, allowSharedFolder));
+  const std::string dir = pipe::parentDir(base), path = base + ".shm";
+  MLBRIDGE_RETURN_IF_ERROR(pipe::checkPrivateFolder(dir, allowSharedFolder));
   const uint32_t cap = roundUpPow2(ringBytes);
   const size_t size = kControlBytes + size_t(cap) * 2;
   const std::string tmp = path + ".tmp." + std::to_string(getpid());
   unlink(tmp.c_str());
   int fd = open(tmp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd < 0) return unavailable("cannot create " + tmp + ": " + errnoText(errno));
+  if (fd < 0) return unavailable("cannot create " + tmp + ": " + pipe::errnoText(errno));
   void* p = MAP_FAILED;
   if (ftruncate(fd, static_cast<off_t>(size)) == 0)
     p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
@@ -326,7 +290,7 @@ StatusOr<std::unique_ptr<Channel>> Channel::create(const std::string& base, uint
     int err = errno;
     ::close(fd);
     unlink(tmp.c_str());
-    return unavailable("cannot map " + tmp + ": " + errnoText(err));
+    return unavailable("cannot map " + tmp + ": " + pipe::errnoText(err));
   }
   uint8_t* m = static_cast<uint8_t*>(p);
   auto put = [m](size_t off, uint32_t v) { std::memcpy(m + off, &v, 4); };
@@ -344,7 +308,7 @@ StatusOr<std::unique_ptr<Channel>> Channel::create(const std::string& base, uint
     munmap(p, size);
     ::close(fd);
     unlink(tmp.c_str());
-    return unavailable("cannot create " + path + ": " + errnoText(err));
+    return unavailable("cannot create " + path + ": " + pipe::errnoText(err));
   }
   return std::unique_ptr<Channel>(new Channel(Role::kModel, fd, m, size, path, spinUs));
 }
@@ -352,19 +316,19 @@ StatusOr<std::unique_ptr<Channel>> Channel::create(const std::string& base, uint
 StatusOr<std::unique_ptr<Channel>> Channel::connect(const std::string& base, int connectTimeoutMs, int spinUs,
                                                     bool allowSharedFolder) {
   if (base.empty()) return invalidArgument("the channel base path is empty");
-  const std::string dir = parentDir(base), path = base + ".shm";
+  const std::string dir = pipe::parentDir(base), path = base + ".shm";
   pipe::Deadline deadline(connectTimeoutMs);
-  int backoffMs = 1;
+  pipe::Backoff backoff;
   std::string why = path + " did not appear";
   bool folderChecked = false;
   std::unique_ptr<Channel> ch;
   for (;;) {
     if (!folderChecked && access(dir.c_str(), F_OK) == 0) {
-      MLBRIDGE_RETURN_IF_ERROR(checkFolder(dir, allowSharedFolder));
+      MLBRIDGE_RETURN_IF_ERROR(pipe::checkPrivateFolder(dir, allowSharedFolder));
       folderChecked = true;
     }
     int fd = open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0 && errno != ENOENT) return unavailable("cannot open " + path + ": " + errnoText(errno));
+    if (fd < 0 && errno != ENOENT) return unavailable("cannot open " + path + ": " + pipe::errnoText(errno));
     if (fd >= 0) {
       struct stat st;
       uint8_t head[32];
@@ -372,7 +336,7 @@ StatusOr<std::unique_ptr<Channel>> Channel::connect(const std::string& base, int
         ::close(fd);
         return invalidArgument(path + " is not a shared-memory channel (not a regular file)");
       }
-      Status priv = checkPrivate(st, "channel file " + path, allowSharedFolder);
+      Status priv = pipe::checkPrivate(st, "channel file " + path, allowSharedFolder);
       if (!priv.ok()) {
         ::close(fd);
         return priv;
@@ -393,7 +357,7 @@ StatusOr<std::unique_ptr<Channel>> Channel::connect(const std::string& base, int
       if (p == MAP_FAILED) {
         int err = errno;
         ::close(fd);
-        return unavailable("cannot map " + path + ": " + errnoText(err));
+        return unavailable("cannot map " + path + ": " + pipe::errnoText(err));
       }
       ch.reset(new Channel(Role::kCompiler, fd, static_cast<uint8_t*>(p), size, path, spinUs));
       pid_t server = static_cast<pid_t>(ch->load(kServerPid));
@@ -409,8 +373,7 @@ StatusOr<std::unique_ptr<Channel>> Channel::connect(const std::string& base, int
     }
     if (deadline.expired())
       return unavailable(why + " (waited " + std::to_string(connectTimeoutMs) + " ms; is the model running?)");
-    std::this_thread::sleep_for(std::chrono::milliseconds(std::min(backoffMs, deadline.remainingMs())));
-    backoffMs = std::min(backoffMs * 2, 50);
+    backoff.pause(deadline);
   }
   // Claim a session: the model resets the request ring and accepts it.
   uint32_t s = ch->load(kSession) + 1;
