@@ -6,18 +6,6 @@
 #include <utility>
 
 #include "embedded_aot_model.h"
-#include "mlbridge/pipe_runner.h"
-#ifdef MLBRIDGE_LLVM_HAVE_ENGINE
-#include "mlbridge/aot_runner.h"
-#include "mlbridge/onnx_runner.h"
-#endif
-#include "mlbridge/wire_format.h"
-#ifdef MLBRIDGE_LLVM_HAVE_ONNXRUNTIME
-#include "mlbridge/onnxruntime_runner.h"
-#endif
-#ifdef MLBRIDGE_LLVM_HAVE_GRPC
-#include "mlbridge/grpc_runner.h"
-#endif
 
 namespace mlbridge_llvm {
 
@@ -28,7 +16,12 @@ llvm::cl::opt<std::string> runnerOpt("mlbridge-inline-runner",
                                      llvm::cl::desc("mlbridge ML inliner runner: none, onnx, aot, onnxruntime, pipe, "
                                                     "grpc (env MLBRIDGE_INLINE_RUNNER)"));
 llvm::cl::opt<std::string> modelOpt("mlbridge-inline-model",
-                                    llvm::cl::desc("mlbridge ML inliner: .onnx policy (env MLBRIDGE_INLINE_MODEL)"));
+                                    llvm::cl::desc("mlbridge ML inliner: .onnx policy, or for aot a shared library "
+                                                   "built from mlbridge-aot output (env MLBRIDGE_INLINE_MODEL)"));
+llvm::cl::opt<std::string> aotSymbolOpt("mlbridge-inline-aot-symbol",
+                                        llvm::cl::desc("mlbridge ML inliner, aot library: its <Name>_model function "
+                                                       "(env MLBRIDGE_INLINE_AOT_SYMBOL, default "
+                                                       "MLBridgeInlinerPolicy_model)"));
 llvm::cl::opt<std::string> channelOpt("mlbridge-inline-channel",
                                       llvm::cl::desc("mlbridge ML inliner, pipe runner: channel base "
                                                      "(env MLBRIDGE_INLINE_CHANNEL)"));
@@ -55,17 +48,23 @@ std::string pick(const llvm::cl::opt<std::string>& opt, const char* env) {
 
 InlineRunnerConfig inlineRunnerConfig() {
   InlineRunnerConfig c;
-  c.runner = pick(runnerOpt, "MLBRIDGE_INLINE_RUNNER");
-  c.model = pick(modelOpt, "MLBRIDGE_INLINE_MODEL");
-  c.channel = pick(channelOpt, "MLBRIDGE_INLINE_CHANNEL");
-  c.format = pick(formatOpt, "MLBRIDGE_INLINE_FORMAT");
-  c.address = pick(addressOpt, "MLBRIDGE_INLINE_ADDRESS");
+  RunnerChoice& r = c.choice;
+  r.runner = pick(runnerOpt, "MLBRIDGE_INLINE_RUNNER");
+  r.model = pick(modelOpt, "MLBRIDGE_INLINE_MODEL");
+  r.aotSymbol = pick(aotSymbolOpt, "MLBRIDGE_INLINE_AOT_SYMBOL");
+  if (r.aotSymbol.empty()) r.aotSymbol = "MLBridgeInlinerPolicy_model";
+  r.channel = pick(channelOpt, "MLBRIDGE_INLINE_CHANNEL");
+  r.format = pick(formatOpt, "MLBRIDGE_INLINE_FORMAT");
+  r.address = pick(addressOpt, "MLBRIDGE_INLINE_ADDRESS");
+  r.clientName = "mlbridge-llvm-inliner";
+  r.embeddedAot = embeddedInlinerModel();
+  r.optionPrefix = "-mlbridge-inline-";
   if (timeoutOpt.getNumOccurrences() > 0) {
-    c.timeoutMs = timeoutOpt;
+    r.timeoutMs = timeoutOpt;
   } else if (const char* t = std::getenv("MLBRIDGE_INLINE_TIMEOUT_MS")) {
     char* end = nullptr;
     long v = std::strtol(t, &end, 10);
-    if (end != t && *end == '\0' && v > 0 && v < (1L << 30)) c.timeoutMs = int(v);
+    if (end != t && *end == '\0' && v > 0 && v < (1L << 30)) r.timeoutMs = int(v);
   }
   if (statsOpt.getNumOccurrences() > 0) {
     c.stats = statsOpt;
@@ -73,93 +72,6 @@ InlineRunnerConfig inlineRunnerConfig() {
     c.stats = std::string(s) == "1";
   }
   return c;
-}
-
-std::string availableInlineRunners() {
-  std::string s;
-#ifdef MLBRIDGE_LLVM_HAVE_ENGINE
-  s += "onnx, ";
-  if (embeddedInlinerModel()) s += "aot, ";
-#endif
-#ifdef MLBRIDGE_LLVM_HAVE_ONNXRUNTIME
-  s += "onnxruntime, ";
-#endif
-  s += "pipe";
-#ifdef MLBRIDGE_LLVM_HAVE_GRPC
-  s += ", grpc";
-#endif
-  return s;
-}
-
-namespace {
-
-// StatusOr<unique_ptr<Derived>> -> StatusOr<unique_ptr<ModelRunner>>.
-template <class R>
-mlbridge::StatusOr<std::unique_ptr<mlbridge::ModelRunner>> upcast(mlbridge::StatusOr<std::unique_ptr<R>> r) {
-  if (!r.ok()) return r.status();
-  return std::unique_ptr<mlbridge::ModelRunner>(std::move(*r));
-}
-
-mlbridge::Status notBuilt(const std::string& runner, const char* how) {
-  return mlbridge::failedPrecondition("runner '" + runner + "' is not built into this plugin (" + how +
-                                      "); available: " + availableInlineRunners());
-}
-
-}  // namespace
-
-mlbridge::StatusOr<std::unique_ptr<mlbridge::ModelRunner>> createInlineRunner(
-    const InlineRunnerConfig& config, std::vector<mlbridge::TensorSpec> features, mlbridge::TensorSpec advice) {
-  const std::string& r = config.runner;
-  std::vector<mlbridge::TensorSpec> outputs{std::move(advice)};
-  if (r == "onnx" || r == "onnxruntime") {
-    if (config.model.empty())
-      return mlbridge::invalidArgument("runner '" + r + "' needs -mlbridge-inline-model=FILE.onnx");
-    if (r == "onnx") {
-#ifdef MLBRIDGE_LLVM_HAVE_ENGINE
-      return upcast(mlbridge::NativeModelRunner::create(config.model, std::move(features), outputs));
-#else
-      return notBuilt(r, "configure with MLBRIDGE_WITH_ENGINE=ON");
-#endif
-    }
-#ifdef MLBRIDGE_LLVM_HAVE_ONNXRUNTIME
-    return upcast(mlbridge::OnnxRuntimeRunner::create(config.model, std::move(features), outputs));
-#else
-    return notBuilt(r, "configure with ONNX Runtime found");
-#endif
-  }
-  if (r == "aot") {
-    const mlbridge_aot_model* model = embeddedInlinerModel();
-    if (!model) return notBuilt(r, "configure with -DMLBRIDGE_LLVM_AOT_MODEL=policy.onnx, or use libMLBridgeLLVMAot.so");
-#ifdef MLBRIDGE_LLVM_HAVE_ENGINE
-    return upcast(mlbridge::AotModelRunner::create(model, std::move(features), outputs));
-#endif
-  }
-  if (r == "pipe") {
-    if (config.channel.empty())
-      return mlbridge::invalidArgument("runner 'pipe' needs -mlbridge-inline-channel=BASE");
-    mlbridge::PipeOptions opts;
-    opts.base = config.channel;
-    opts.timeoutMs = config.timeoutMs;
-    opts.connectTimeoutMs = config.timeoutMs;
-    if (!config.format.empty() && !mlbridge::parseWireFormat(config.format, &opts.format))
-      return mlbridge::invalidArgument("unknown format '" + config.format + "' (bitstream, json, protobuf)");
-    return upcast(mlbridge::PipeModelRunner::create(std::move(features), outputs, opts));
-  }
-  if (r == "grpc") {
-#ifdef MLBRIDGE_LLVM_HAVE_GRPC
-    if (config.address.empty())
-      return mlbridge::invalidArgument("runner 'grpc' needs -mlbridge-inline-address=HOST:PORT");
-    mlbridge::GrpcRunnerOptions opts;
-    opts.address = config.address;
-    opts.deadlineMs = config.timeoutMs;
-    opts.retry.totalBudgetMs = config.timeoutMs;
-    opts.clientName = "mlbridge-llvm-inliner";
-    return upcast(mlbridge::GrpcModelRunner::create(std::move(features), outputs, opts));
-#else
-    return notBuilt(r, "configure with gRPC found");
-#endif
-  }
-  return mlbridge::invalidArgument("unknown runner '" + r + "'; available: " + availableInlineRunners());
 }
 
 }  // namespace mlbridge_llvm

@@ -132,8 +132,8 @@ llvm::InlineAdvisor* createAdvisor(llvm::Module& m, llvm::FunctionAnalysisManage
                     "analyses; using the stock inliner\n";
     return stock();
   }
-  const std::string what = "ML inliner (runner " + config.runner + ")";
-  auto runner = createInlineRunner(config, toMLBridgeSpecs(inlinerFeatures()), toMLBridgeSpec(llvm::InlineDecisionSpec));
+  const std::string what = "ML inliner (runner " + config.choice.runner + ")";
+  auto runner = createRunner(config.choice, toMLBridgeSpecs(inlinerFeatures()), {toMLBridgeSpec(llvm::InlineDecisionSpec)});
   if (!runner.ok()) {
     llvm::errs() << "mlbridge: warning: " << what << ": " << runner.status().toString()
                  << "; using the stock inliner\n";

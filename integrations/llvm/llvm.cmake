@@ -1,6 +1,6 @@
 # The mlbridge LLVM pass plugins, built against the installed LLVM (Debian's
 # llvm-19-dev; LLVM_DIR picks another, e.g. llvm-22):
-#   libMLBridgeLLVM.so          ML inliner (runners onnx, pipe; aot with MLBRIDGE_LLVM_AOT_MODEL), phase ordering
+#   libMLBridgeLLVM.so          ML inliner and phase ordering (runners onnx, aot, pipe; runner_choice.cc)
 #   libMLBridgeLLVMAot.so       the same with the AOT-compiled test policy linked in (runner aot)
 #   libMLBridgeLLVMFull.so      the same plus runners onnxruntime and grpc, when those components are built
 #   libMLBridgeLLVMBaseline.so  the same plugin hook without mlbridge (bench/llvm_overhead.py)
@@ -28,10 +28,10 @@ function(mlbridge_llvm_settings target)
   target_compile_options(${target} PRIVATE -fno-rtti -fno-exceptions ${MLBRIDGE_WARNINGS})
 endfunction()
 
-# Every source but the runner choice (compiled per plugin with what it links),
+# Every source but runner_choice.cc (compiled per plugin with what it links),
 # compiled once for all plugins.
 file(GLOB MLBRIDGE_LLVM_SOURCES CONFIGURE_DEPENDS ${CMAKE_CURRENT_LIST_DIR}/*.cc)
-list(REMOVE_ITEM MLBRIDGE_LLVM_SOURCES ${CMAKE_CURRENT_LIST_DIR}/inline_runner.cc)
+list(REMOVE_ITEM MLBRIDGE_LLVM_SOURCES ${CMAKE_CURRENT_LIST_DIR}/runner_choice.cc)
 add_library(mlbridge_llvm_objs OBJECT ${MLBRIDGE_LLVM_SOURCES})
 mlbridge_llvm_settings(mlbridge_llvm_objs)
 target_link_libraries(mlbridge_llvm_objs PRIVATE mlbridge)
@@ -40,7 +40,7 @@ target_link_libraries(mlbridge_llvm_objs PRIVATE mlbridge)
 include(${PROJECT_SOURCE_DIR}/cmake/MLBridgeAot.cmake)
 function(mlbridge_llvm_plugin name)
   cmake_parse_arguments(ARG "FULL" "AOT_MODEL" "" ${ARGN})
-  add_library(${name} MODULE $<TARGET_OBJECTS:mlbridge_llvm_objs> ${CMAKE_CURRENT_FUNCTION_LIST_DIR}/inline_runner.cc
+  add_library(${name} MODULE $<TARGET_OBJECTS:mlbridge_llvm_objs> ${CMAKE_CURRENT_FUNCTION_LIST_DIR}/runner_choice.cc
               ${CMAKE_CURRENT_FUNCTION_LIST_DIR}/aot/embedded_aot_model.cc)
   mlbridge_llvm_settings(${name})
   set(libs mlbridge)
@@ -93,6 +93,7 @@ if(MLBRIDGE_BUILD_TESTS AND Python3_FOUND AND TARGET MLBridgeLLVMAot)
     "MLBRIDGE_LLVM_PLUGIN=$<TARGET_FILE:MLBridgeLLVM>"
     "MLBRIDGE_LLVM_PLUGIN_AOT=$<TARGET_FILE:MLBridgeLLVMAot>"
     "MLBRIDGE_LLVM_TOOLS_DIR=${LLVM_TOOLS_BINARY_DIR}"
+    "MLBRIDGE_AOT=$<TARGET_FILE:mlbridge-aot>"
     "PYTHONPATH=${PROJECT_SOURCE_DIR}/python")
   if(TARGET MLBridgeLLVMFull)
     list(APPEND _mlb_llvm_env "MLBRIDGE_LLVM_PLUGIN_FULL=$<TARGET_FILE:MLBridgeLLVMFull>")

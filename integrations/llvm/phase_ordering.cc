@@ -34,7 +34,7 @@ namespace {
 // Each option may also come from the environment (MLBRIDGE_PO_RUNNER, ...),
 // e.g. under `clang -fpass-plugin=`, where plugin options are not parsed;
 // the command line wins.
-llvm::cl::opt<std::string> RunnerOpt("mlbridge-po-runner", llvm::cl::desc("phase ordering: onnx, aot or pipe"));
+llvm::cl::opt<std::string> RunnerOpt("mlbridge-po-runner", llvm::cl::desc("phase ordering: onnx, aot, pipe (also onnxruntime, grpc in libMLBridgeLLVMFull.so)"));
 llvm::cl::opt<std::string> ModelOpt("mlbridge-po-model",
                                     llvm::cl::desc("phase ordering: .onnx file (onnx) or model library (aot)"));
 llvm::cl::opt<std::string> AotSymbolOpt("mlbridge-po-aot-symbol",
@@ -76,7 +76,7 @@ constexpr bool kVerifyByDefault = true;
 #endif
 
 struct Settings {
-  PhaseOrderRunnerOptions runner;
+  RunnerChoice runner;
   unsigned steps;
   bool verify;
   bool trace;
@@ -85,12 +85,14 @@ struct Settings {
 Settings readSettings() {
   Settings s;
   s.runner.model = pick(ModelOpt, "MLBRIDGE_PO_MODEL", "");
-  s.runner.pipe = pick(PipeOpt, "MLBRIDGE_PO_PIPE", "");
+  s.runner.channel = pick(PipeOpt, "MLBRIDGE_PO_PIPE", "");
   // Without an explicit runner, a pipe base means pipe, anything else onnx.
-  s.runner.runner = pick(RunnerOpt, "MLBRIDGE_PO_RUNNER", s.runner.pipe.empty() ? "onnx" : "pipe");
+  s.runner.runner = pick(RunnerOpt, "MLBRIDGE_PO_RUNNER", s.runner.channel.empty() ? "onnx" : "pipe");
   s.runner.aotSymbol = pick(AotSymbolOpt, "MLBRIDGE_PO_AOT_SYMBOL", "PhaseOrderPolicy_model");
   s.runner.format = pick(FormatOpt, "MLBRIDGE_PO_FORMAT", "bitstream");
   s.runner.timeoutMs = static_cast<int>(pickUnsigned(TimeoutOpt, "MLBRIDGE_PO_TIMEOUT_MS", 10000));
+  s.runner.clientName = "mlbridge-llvm-phase-order";
+  s.runner.optionPrefix = "-mlbridge-po-";
   s.steps = pickUnsigned(StepsOpt, "MLBRIDGE_PO_STEPS", 10);
   s.verify = pickBool(VerifyOpt, "MLBRIDGE_PO_VERIFY", kVerifyByDefault);
   s.trace = pickBool(TraceOpt, "MLBRIDGE_PO_TRACE", false);
@@ -125,7 +127,7 @@ class PhaseOrderPass : public llvm::PassInfoMixin<PhaseOrderPass> {
       return llvm::PreservedAnalyses::all();
     }
     Settings s = readSettings();
-    auto runner = createPhaseOrderRunner(s.runner);
+    auto runner = createRunner(s.runner, phaseOrderFeatureSpecs(), phaseOrderAdviceSpecs());
     if (!runner.ok()) {
       warn(m, "no model (" + runner.status().toString() + "); module left unchanged");
       return llvm::PreservedAnalyses::all();

@@ -1,5 +1,5 @@
-// Where the phase-ordering pass gets its decisions: the model contract
-// (feature and advice specs) and the runner chosen by the options.
+// The phase-ordering pass's model contract (feature and advice specs); the
+// runner comes from runner_choice.h like every pass's.
 #ifndef MLBRIDGE_INTEGRATIONS_LLVM_PHASE_ORDERING_RUNNER_H
 #define MLBRIDGE_INTEGRATIONS_LLVM_PHASE_ORDERING_RUNNER_H
 
@@ -10,6 +10,7 @@
 #include "mlbridge/model_runner.h"
 #include "mlbridge/status.h"
 #include "mlbridge/tensor_spec.h"
+#include "runner_choice.h"
 
 namespace mlbridge_llvm {
 
@@ -20,19 +21,6 @@ constexpr const char* kPhaseOrderActionName = "action";             // int64 [1]
 
 std::vector<mlbridge::TensorSpec> phaseOrderFeatureSpecs();
 std::vector<mlbridge::TensorSpec> phaseOrderAdviceSpecs();
-
-struct PhaseOrderRunnerOptions {
-  std::string runner;      // "onnx", "aot" or "pipe"
-  std::string model;       // onnx: .onnx file; aot: shared library built from mlbridge-aot output
-  std::string aotSymbol;   // aot: the generated `<Name>_model` function in that library
-  std::string pipe;        // pipe: channel base (BASE.in / BASE.out)
-  std::string format;      // pipe: bitstream, json or protobuf
-  int timeoutMs = 10000;   // pipe: bound on connecting and on each reply
-};
-
-// Creates the runner; every problem (unknown runner, missing file, spec
-// mismatch, no peer on the pipe) is an error naming it.
-mlbridge::StatusOr<std::unique_ptr<mlbridge::ModelRunner>> createPhaseOrderRunner(const PhaseOrderRunnerOptions& o);
 
 }  // namespace mlbridge_llvm
 

@@ -60,8 +60,8 @@ def test_unknown_runner_and_runner_not_built_in(interp_ir, tmp_path):
     # libMLBridgeLLVM.so leaves ONNX Runtime and gRPC to libMLBridgeLLVMFull.so.
     assert "not built into this plugin" in fallback(interp_ir, tmp_path, "-mlbridge-inline-runner=onnxruntime",
                                                     f"-mlbridge-inline-model={model('never.onnx')}")
-    # libMLBridgeLLVM.so has no AOT model linked in (libMLBridgeLLVMAot.so has).
-    assert "not built into this plugin" in fallback(interp_ir, tmp_path, "-mlbridge-inline-runner=aot")
+    # libMLBridgeLLVM.so has no AOT model linked in (libMLBridgeLLVMAot.so has) and none was given.
+    assert "no policy compiled into this plugin" in fallback(interp_ir, tmp_path, "-mlbridge-inline-runner=aot")
 
 
 def test_environment_configures_the_same_checks(interp_ir, tmp_path):

@@ -48,6 +48,25 @@ def test_aot_plugin_matches_onnx(ir_dir, tmp_path):
         assert filecmp.cmp(a, b, shallow=False)
 
 
+AOT_TOOL = os.environ.get("MLBRIDGE_AOT", "")
+
+
+@pytest.mark.skipif(not (AOT_TOOL and os.path.exists(AOT_TOOL)), reason="mlbridge-aot not built (MLBRIDGE_AOT)")
+def test_aot_policy_from_a_shared_library_matches_onnx(interp_ir, tmp_path):
+    # The same policy compiled ahead of time into a library the plugin dlopen()s:
+    # a new policy is deployed without rebuilding the plugin.
+    gen = run([AOT_TOOL, model("callee_bb_le_3.onnx"), "--name", "InlTest", "-o", str(tmp_path)])
+    assert gen.returncode == 0, gen.stderr
+    lib = str(tmp_path / "libinltest.so")
+    cc = run(["c++", "-std=c++17", "-O1", "-shared", "-fPIC", str(tmp_path / "InlTest.cc"), "-o", lib], timeout=120)
+    assert cc.returncode == 0, cc.stderr
+    a = opt_with(interp_ir, str(tmp_path / "onnx.ll"), "-mlbridge-inline-runner=onnx",
+                 f"-mlbridge-inline-model={model('callee_bb_le_3.onnx')}")
+    b = opt_with(interp_ir, str(tmp_path / "aot.ll"), "-mlbridge-inline-runner=aot", f"-mlbridge-inline-model={lib}",
+                 "-mlbridge-inline-aot-symbol=InlTest_model")
+    assert filecmp.cmp(a, b, shallow=False)
+
+
 @pytest.mark.skipif(not HAVE_ORT, reason="plugin built without ONNX Runtime")
 def test_onnxruntime_matches_onnx(interp_ir, tmp_path):
     opts = [f"-mlbridge-inline-model={model('callee_bb_le_3.onnx')}"]

@@ -1,0 +1,148 @@
+#include "runner_choice.h"
+
+#include <dlfcn.h>
+
+#include <cstring>
+#include <utility>
+
+#include "mlbridge/pipe_runner.h"
+#include "mlbridge/wire_format.h"
+#ifdef MLBRIDGE_LLVM_HAVE_ENGINE
+#include "mlbridge/aot_runner.h"
+#include "mlbridge/onnx_runner.h"
+#endif
+#ifdef MLBRIDGE_LLVM_HAVE_ONNXRUNTIME
+#include "mlbridge/onnxruntime_runner.h"
+#endif
+#ifdef MLBRIDGE_LLVM_HAVE_GRPC
+#include "mlbridge/grpc_runner.h"
+#endif
+
+namespace mlbridge_llvm {
+
+using mlbridge::ModelRunner;
+using mlbridge::Status;
+using mlbridge::StatusOr;
+using mlbridge::TensorSpec;
+
+std::string availableRunners() {
+  std::string s;
+#ifdef MLBRIDGE_LLVM_HAVE_ENGINE
+  s += "onnx, aot, ";
+#endif
+#ifdef MLBRIDGE_LLVM_HAVE_ONNXRUNTIME
+  s += "onnxruntime, ";
+#endif
+  s += "pipe";
+#ifdef MLBRIDGE_LLVM_HAVE_GRPC
+  s += ", grpc";
+#endif
+  return s;
+}
+
+namespace {
+
+// StatusOr<unique_ptr<Derived>> -> StatusOr<unique_ptr<ModelRunner>>.
+template <class R>
+StatusOr<std::unique_ptr<ModelRunner>> upcast(StatusOr<std::unique_ptr<R>> r) {
+  if (!r.ok()) return r.status();
+  return std::unique_ptr<ModelRunner>(std::move(*r));
+}
+
+// Unused when every runner is built in (libMLBridgeLLVMFull.so).
+[[maybe_unused]] Status notBuilt(const std::string& runner, const char* how) {
+  return mlbridge::failedPrecondition("runner '" + runner + "' is not built into this plugin (" + how +
+                                      "); available: " + availableRunners());
+}
+
+#ifdef MLBRIDGE_LLVM_HAVE_ENGINE
+// An AOT policy in a shared library (mlbridge-aot's .cc built with -shared
+// -fPIC), so a deployed policy changes without rebuilding the plugin. The
+// library stays loaded: its descriptor is static data.
+StatusOr<const mlbridge_aot_model*> loadAotLibrary(const std::string& path, const std::string& symbol) {
+  void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!lib) {
+    const char* err = dlerror();
+    return Status(mlbridge::StatusCode::kNotFound, "aot runner: cannot load '" + path + "': " + (err ? err : "?"));
+  }
+  void* sym = dlsym(lib, symbol.c_str());
+  if (!sym)
+    return Status(mlbridge::StatusCode::kNotFound, "aot runner: '" + path + "' has no symbol '" + symbol + "'");
+  using ModelFn = const mlbridge_aot_model* (*)();
+  ModelFn fn;
+  static_assert(sizeof(fn) == sizeof(sym), "function and data pointers differ in size");
+  std::memcpy(&fn, &sym, sizeof(fn));  // POSIX: dlsym's result converts to a function pointer
+  const mlbridge_aot_model* model = fn();
+  if (!model) return mlbridge::invalidArgument("aot runner: '" + symbol + "' returned no model");
+  return model;
+}
+#endif
+
+}  // namespace
+
+StatusOr<std::unique_ptr<ModelRunner>> createRunner(const RunnerChoice& c, std::vector<TensorSpec> features,
+                                                    std::vector<TensorSpec> advice) {
+  const std::string& r = c.runner;
+  if (r == "onnx" || r == "onnxruntime") {
+    if (c.model.empty())
+      return Status(mlbridge::StatusCode::kNotFound,
+                    r + " runner: no model file given (" + c.optionPrefix + "model=FILE.onnx)");
+    if (r == "onnx") {
+#ifdef MLBRIDGE_LLVM_HAVE_ENGINE
+      return upcast(mlbridge::NativeModelRunner::create(c.model, std::move(features), std::move(advice)));
+#else
+      return notBuilt(r, "configure with MLBRIDGE_WITH_ENGINE=ON");
+#endif
+    }
+#ifdef MLBRIDGE_LLVM_HAVE_ONNXRUNTIME
+    return upcast(mlbridge::OnnxRuntimeRunner::create(c.model, std::move(features), std::move(advice)));
+#else
+    return notBuilt(r, "use libMLBridgeLLVMFull.so, built when ONNX Runtime is found");
+#endif
+  }
+  if (r == "aot") {
+#ifdef MLBRIDGE_LLVM_HAVE_ENGINE
+    const mlbridge_aot_model* model = c.embeddedAot;
+    if (!c.model.empty()) {
+      StatusOr<const mlbridge_aot_model*> loaded = loadAotLibrary(c.model, c.aotSymbol);
+      if (!loaded.ok()) return loaded.status();
+      model = *loaded;
+    }
+    if (!model)
+      return mlbridge::failedPrecondition("aot runner: no policy compiled into this plugin: give " + c.optionPrefix +
+                                          "model=LIB.so (mlbridge-aot output built with -shared), use "
+                                          "libMLBridgeLLVMAot.so, or configure with -DMLBRIDGE_LLVM_AOT_MODEL=policy.onnx");
+    return upcast(mlbridge::AotModelRunner::create(model, std::move(features), std::move(advice)));
+#else
+    return notBuilt(r, "configure with MLBRIDGE_WITH_ENGINE=ON");
+#endif
+  }
+  if (r == "pipe") {
+    if (c.channel.empty())
+      return mlbridge::invalidArgument("pipe runner: no channel base given");
+    mlbridge::PipeOptions p;
+    p.base = c.channel;
+    p.timeoutMs = c.timeoutMs;
+    p.connectTimeoutMs = c.timeoutMs;
+    if (!c.format.empty() && !mlbridge::parseWireFormat(c.format, &p.format))
+      return mlbridge::invalidArgument("pipe runner: unknown format '" + c.format + "' (bitstream, json, protobuf)");
+    return upcast(mlbridge::PipeModelRunner::create(std::move(features), std::move(advice), p));
+  }
+  if (r == "grpc") {
+#ifdef MLBRIDGE_LLVM_HAVE_GRPC
+    if (c.address.empty())
+      return mlbridge::invalidArgument("grpc runner: no address given (" + c.optionPrefix + "address=HOST:PORT)");
+    mlbridge::GrpcRunnerOptions g;
+    g.address = c.address;
+    g.deadlineMs = c.timeoutMs;
+    g.retry.totalBudgetMs = c.timeoutMs;
+    g.clientName = c.clientName;
+    return upcast(mlbridge::GrpcModelRunner::create(std::move(features), std::move(advice), g));
+#else
+    return notBuilt(r, "use libMLBridgeLLVMFull.so, built when gRPC is found");
+#endif
+  }
+  return mlbridge::invalidArgument("unknown runner '" + r + "' (available: " + availableRunners() + ")");
+}
+
+}  // namespace mlbridge_llvm
