@@ -50,6 +50,10 @@ struct GrpcServerOptions {
   bool allowInsecureRemote = false;     // a non-loopback address needs TLS or a token unless set
   int maxWaitMs = 10000;                // longest a GetObservation or GetOutcome call waits
   size_t maxOutcomes = 1024;            // outcomes kept for GetOutcome (the oldest is dropped; at least 1)
+  // Ended sessions remembered (for GetSession/GetOutcome/setOutcome) once the
+  // trainer has taken their end; older ones are forgotten, so a long training
+  // run holds bounded memory (at least 1).
+  size_t maxEndedSessions = 4096;
   size_t maxMessageBytes = size_t(256) << 20;
 };
 

@@ -377,6 +377,10 @@ class EnvironmentServer(ServerLifecycle):
         self._ended[self._sid] = out
         while len(self._ended) > self.max_outcomes:
             self._ended.pop(next(iter(self._ended)))
+        # Names outlive outcomes (a dropped outcome is told from an unknown
+        # session), but not forever: memory stays bounded on long runs.
+        while len(self._names) > 10 * self.max_outcomes:
+            self._names.pop(next(iter(self._names)))
         self._pending = ("end",)
         self._reported.notify_all()
 

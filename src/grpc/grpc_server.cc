@@ -54,6 +54,8 @@ struct GrpcTrainingServer::Hub {
   std::unordered_map<const ModelRunner*, uint64_t> runners;  // live runners -> their session
   std::deque<uint64_t> outcomeOrder;                           // sessions holding an outcome, oldest first
   size_t maxOutcomes = 1024;
+  std::deque<uint64_t> endedOrder;                             // ended sessions whose end was delivered
+  size_t maxEndedSessions = 4096;
   bool stopped = false;
   bool shutdown = false;
   std::string shutdownReason;
@@ -64,6 +66,16 @@ struct GrpcTrainingServer::Hub {
     do id = rng() >> 1;
     while (id == 0 || sessions.count(id));
     return id;
+  }
+  // The trainer took session `sid`'s end: remember it among the last
+  // maxEndedSessions and forget the oldest beyond (a live runner keeps its own
+  // reference; a forgotten id is then unknown to every call).
+  void endDelivered(uint64_t sid) {
+    endedOrder.push_back(sid);
+    while (endedOrder.size() > maxEndedSessions) {
+      sessions.erase(endedOrder.front());
+      endedOrder.pop_front();
+    }
   }
   void dropEvent(uint64_t sid) {
     for (auto it = events.begin(); it != events.end(); ++it)
@@ -207,16 +219,22 @@ class EnvService final : public pb::EnvironmentService::Service {
     for (;;) {
       if (hub_->stopped || hub_->shutdown)
         return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the training server is stopping");
-      for (auto it = hub_->events.begin(); it != hub_->events.end(); ++it) {
-        if (want && it->session != want) continue;
+      for (auto it = hub_->events.begin(); it != hub_->events.end();) {
+        if (want && it->session != want) {
+          ++it;
+          continue;
+        }
         Event ev = *it;
-        hub_->events.erase(it);
+        it = hub_->events.erase(it);
         hub_->cv.notify_all();  // waitUntilDelivered()
+        auto found = hub_->sessions.find(ev.session);
+        if (found == hub_->sessions.end()) continue;  // a forgotten session's stray event
+        std::shared_ptr<Sess> s = found->second;
         rep->set_session(ev.session);
-        std::shared_ptr<Sess> s = hub_->sessions[ev.session];
         rep->set_context(s->context);
         if (ev.end) {
           rep->set_session_ended(true);
+          hub_->endDelivered(ev.session);
         } else {
           s->handedOut = true;
           *rep->mutable_observation() = s->obs;
@@ -319,8 +337,10 @@ class EnvService final : public pb::EnvironmentService::Service {
   static grpc::Status unauth() {
     return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "missing or wrong bearer token");
   }
-  static grpc::Status unknown(uint64_t sid) {
-    return grpc::Status(grpc::StatusCode::NOT_FOUND, "unknown session " + std::to_string(sid));
+  grpc::Status unknown(uint64_t sid) const {
+    return grpc::Status(grpc::StatusCode::NOT_FOUND,
+                        "unknown session " + std::to_string(sid) + " (never opened, or forgotten: the server "
+                        "remembers its last " + std::to_string(hub_->maxEndedSessions) + " ended sessions)");
   }
 
   std::shared_ptr<Hub> hub_;
@@ -341,6 +361,7 @@ struct GrpcTrainingServer::Impl {
 GrpcTrainingServer::GrpcTrainingServer(GrpcServerOptions options) : impl_(new Impl) {
   impl_->options = std::move(options);
   impl_->hub->maxOutcomes = std::max<size_t>(1, impl_->options.maxOutcomes);
+  impl_->hub->maxEndedSessions = std::max<size_t>(1, impl_->options.maxEndedSessions);
 }
 
 GrpcTrainingServer::~GrpcTrainingServer() { stop(); }

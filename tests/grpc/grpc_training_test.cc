@@ -436,3 +436,42 @@ TEST(GrpcTrainingOutcome, ManyCompilerThreadsReportWhileTheTrainerReads) {
   EXPECT_EQ(wrong.load(), 0);
   EXPECT_EQ(checked, kThreads);
 }
+
+// A long training run holds bounded memory: once the trainer has taken an
+// episode's end, only the last maxEndedSessions ended sessions are remembered.
+TEST(GrpcTraining, OnlyTheLastEndedSessionsAreRemembered) {
+  GrpcServerOptions so;
+  so.maxEndedSessions = 2;
+  GrpcTrainingServer server(so);
+  ASSERT_TRUE(server.start().ok());
+  Trainer t(server.target());
+  std::vector<uint64_t> ids;
+  for (int k = 0; k < 4; ++k) {
+    auto r = server.makeRunner({TensorSpec::create<int64_t>("x", {1})}, {TensorSpec::create<int64_t>("action", {1})});
+    ASSERT_TRUE(r.ok());
+    ids.push_back(server.sessionId(**r));
+    ASSERT_TRUE((*r)->finish().ok());
+    pb::GetObservationReply end;
+    ASSERT_TRUE(t.next(ids.back(), &end).ok());  // the trainer takes the end
+    EXPECT_TRUE(end.session_ended());
+  }
+  pb::GetSessionRequest req;
+  pb::GetSessionReply rep;
+  for (size_t k = 0; k < ids.size(); ++k) {
+    grpc::ClientContext c;
+    t.prep(c);
+    req.set_session(ids[k]);
+    grpc::Status s = t.stub->GetSession(&c, req, &rep);
+    if (k < 2) {
+      EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND) << k;
+      EXPECT_NE(s.error_message().find("forgotten"), std::string::npos) << s.error_message();
+    } else {
+      EXPECT_TRUE(s.ok()) << k << ": " << s.error_message();
+      EXPECT_TRUE(rep.ended());
+    }
+  }
+  const TensorSpec spec = TensorSpec::create<int64_t>("k", {1});
+  int64_t v = 1;
+  EXPECT_EQ(server.setOutcome(ids[0], {TensorRef{&spec, &v}}).code(), StatusCode::kNotFound);
+  EXPECT_TRUE(server.setOutcome(ids[3], {TensorRef{&spec, &v}}).ok());
+}
