@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The main job: a toy C++ compiler (toyc) asks a Python model, over named
-# pipes, how much to unroll each loop, in each of the three wire formats.
+# pipes, how much to unroll each loop, in each of the three wire formats;
+# then stock clang-19 does the same through the mlbridge pass plugin: its ML
+# inliner trains against a Python model and ships the result in-process.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/setup.sh"
@@ -15,3 +17,8 @@ echo "== no model at all: toyc reports it within its 2 s connect timeout and com
 chan=$(mktemp -d)
 "$root/build/examples/toyc" "$root/examples/demo/kernels.toy" --channel "$chan/nobody" | sed -n '1p;$p'
 rmdir "$chan"
+if [ -f "$root/build/libMLBridgeLLVM.so" ]; then
+  echo
+  echo "== stock clang-19 + the mlbridge plugin: train an inlining-for-size policy over pipes, deploy it in-process (ONNX)"
+  python3 "$root/examples/llvm_plugin/train.py" --plugin "$root/build/libMLBridgeLLVM.so"
+fi
