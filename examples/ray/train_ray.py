@@ -58,14 +58,13 @@ if __name__ != "__main__":
 class RolloutWorker:
     """Drives one compiler worker over gRPC; evaluates policies on it."""
 
-    def __init__(self, target: str, token: Optional[str] = None, tls_ca: Optional[bytes] = None,
-                 server_name: Optional[str] = None) -> None:
+    def __init__(self, target: str, token: Optional[str] = None, tls: Optional[Dict[str, Any]] = None) -> None:
         from mlbridge.gym import CompilerEnv
         from mlbridge.training import outcome_reward
         kw: Dict[str, Any] = {}
-        if tls_ca is not None:
+        if tls:   # root_ca, and cert_chain + private_key for mutual TLS (PEM bytes), server_name
             from mlbridge import ClientTLS
-            kw["tls"] = ClientTLS(root_ca=tls_ca, server_name=server_name)
+            kw["tls"] = ClientTLS(**tls)
         self.target = target
         self.env = CompilerEnv(target=target, token=token, fetch_outcome=True, reward_fn=outcome_reward,
                                step_timeout=60.0, **kw)
@@ -93,8 +92,10 @@ class RolloutWorker:
         self.env.close()
 
 
-def start_local_workers(n: int, files: Sequence[str], token: str) -> List[subprocess.Popen]:
-    """n compiler workers on loopback (each prints {"port": N} when ready)."""
+def start_local_workers(n: int, files: Sequence[str], token: str,
+                        extra_args: Sequence[str] = ()) -> List[subprocess.Popen]:
+    """n compiler workers on loopback (each prints {"port": N} when ready);
+    `extra_args` go to every worker (e.g. --tls-cert/--tls-key/--tls-client-ca)."""
     import tempfile
     tok = tempfile.NamedTemporaryFile("w", prefix="mlbridge-token-", delete=False)
     tok.write(token)
@@ -102,7 +103,7 @@ def start_local_workers(n: int, files: Sequence[str], token: str) -> List[subpro
     os.chmod(tok.name, 0o600)
     env = dict(os.environ, PYTHONPATH=PYDIR + os.pathsep + os.environ.get("PYTHONPATH", ""))
     procs = [subprocess.Popen([sys.executable, "-m", "mlbridge.training", "worker", *files,
-                               "--token-file", tok.name, "--name", f"worker{i}"],
+                               "--token-file", tok.name, "--name", f"worker{i}", *extra_args],
                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, env=env, text=True,
                               start_new_session=True)
              for i in range(n)]
@@ -118,12 +119,12 @@ def start_local_workers(n: int, files: Sequence[str], token: str) -> List[subpro
 
 
 def train(targets: Sequence[str], *, episodes: int, generations: int, pairs: int, budget_s: Optional[float],
-          token: Optional[str] = None, tls_ca: Optional[bytes] = None, server_name: Optional[str] = None,
+          token: Optional[str] = None, tls: Optional[Dict[str, Any]] = None,
           sigma: float = 0.5, lr: float = 1.0, seed: int = 0, log=print) -> Dict[str, Any]:
     """ES over Ray rollout workers (one per compiler worker). Returns the best
     parameters, history, and which actors and compiler workers answered."""
     from mlbridge.training import es_train
-    actors = [RolloutWorker.remote(t, token, tls_ca, server_name) for t in targets]
+    actors = [RolloutWorker.remote(t, token, tls) for t in targets]
     try:
         names = ray.get(actors[0].feature_names.remote())
         seen: List[Dict[str, Any]] = []
@@ -166,6 +167,8 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
     ap.add_argument("--token-file", help="bearer token of the compiler workers")
     ap.add_argument("--tls-ca", help="CA certificate that signed the workers' certificates")
     ap.add_argument("--tls-server-name", help="name to check in the workers' certificates")
+    ap.add_argument("--tls-cert", help="client certificate chain, for workers that require mutual TLS")
+    ap.add_argument("--tls-key", help="client private key, for workers that require mutual TLS")
     ap.add_argument("--budget", type=float, default=60.0, help="seconds")
     ap.add_argument("--generations", type=int, default=1000)
     ap.add_argument("--pairs", type=int, default=4)
@@ -174,7 +177,14 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
 
     files = args.files or sorted(str(p) for p in (ROOT / "tests" / "corpus").glob("*.c"))
     token = open(args.token_file).read().strip() if args.token_file else os.urandom(16).hex()
-    tls_ca = open(args.tls_ca, "rb").read() if args.tls_ca else None
+    if bool(args.tls_cert) != bool(args.tls_key):
+        ap.error("--tls-cert and --tls-key go together")
+    tls: Dict[str, Any] = {}
+    for key, path in (("root_ca", args.tls_ca), ("cert_chain", args.tls_cert), ("private_key", args.tls_key)):
+        if path:
+            tls[key] = open(path, "rb").read()   # bytes travel to the Ray actors on other machines
+    if tls and args.tls_server_name:
+        tls["server_name"] = args.tls_server_name
     procs: List[subprocess.Popen] = []
     if args.workers:
         targets = args.workers.split(",")
@@ -188,7 +198,7 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
     try:
         t0 = time.monotonic()
         res = train(targets, episodes=episodes, generations=args.generations, pairs=args.pairs,
-                    budget_s=args.budget, token=token, tls_ca=tls_ca, server_name=args.tls_server_name)
+                    budget_s=args.budget, token=token, tls=tls or None)
         from mlbridge.training import LinearPolicy
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)

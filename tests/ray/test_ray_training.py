@@ -4,6 +4,8 @@ Ray actors driving them, one ES generation; results must arrive from every
 actor and every compiler worker."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -53,3 +55,33 @@ def test_wrong_token_is_refused(workers):
     from mlbridge.gym import CompilerEnv
     with pytest.raises(MLBridgeError, match="UNAUTHENTICATED"):
         CompilerEnv(target=workers[0], token="wrong", step_timeout=10.0)
+
+
+def test_mutual_tls_workers_need_the_actors_client_certificate(need_llvm, tmp_path):
+    # Across machines the workers demand TLS and a client certificate: the
+    # certificate travels to the Ray actors as bytes; an actor without one is refused.
+    import sys
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
+    from grpc_support import make_certs
+    import train_ray
+    certs = make_certs(str(tmp_path))
+    pem = {k: str(tmp_path / f"{k}.pem") for k in certs}
+    procs = train_ray.start_local_workers(1, CORPUS[:1], token="s3cret", extra_args=[
+        "--tls-cert", pem["server_cert"], "--tls-key", pem["server_key"], "--tls-client-ca", pem["ca"]])
+    ray.init(num_cpus=2, include_dashboard=False, runtime_env=train_ray.runtime_env(),
+             log_to_driver=False, configure_logging=False)
+    try:
+        target = procs[0].target
+        good = train_ray.RolloutWorker.remote(target, "s3cret", {
+            "root_ca": certs["ca"], "cert_chain": certs["client_cert"], "private_key": certs["client_key"]})
+        assert len(ray.get(good.feature_names.remote(), timeout=60)) >= 38
+        bad = train_ray.RolloutWorker.remote(target, "s3cret", {"root_ca": certs["ca"]})
+        with pytest.raises(ray.exceptions.RayError) as ei:
+            ray.get(bad.feature_names.remote(), timeout=60)
+        assert "UNAVAILABLE" in str(ei.value), str(ei.value)   # the TLS handshake is refused
+    finally:
+        ray.shutdown()
+        for p in procs:
+            p.kill()
+            p.wait()
+            p.stdout.close()
