@@ -9,8 +9,8 @@ debs=(cmake ninja-build g++ pkg-config libgtest-dev protobuf-compiler libprotobu
       libgrpc++-dev protobuf-compiler-grpc llvm-19 clang-19 openssl
       # the compiler integrations (integrations/): LLVM pass plugin, MLIR pass, GCC plugin
       llvm-19-dev llvm-19-tools libmlir-19-dev mlir-19-tools gcc-12-plugin-dev
-      # the LLVM plugin also builds against the newest LLVM (bookworm-security)
-      llvm-22-dev llvm-22)
+      # the LLVM plugin is also built and tested against the newest LLVM (bookworm-security)
+      llvm-22-dev llvm-22 clang-22)
 missing=()
 for p in "${debs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
