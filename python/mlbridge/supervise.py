@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import os
 import select
+import shutil
 import signal
 import subprocess
+import sys
 import threading
 from dataclasses import dataclass, field
 from typing import Any, List, Mapping, Optional, Sequence
@@ -30,13 +32,31 @@ class CompileResult:
         return self.returncode == 0 and not self.timed_out
 
 
+# Linux: a supervised compiler is killed when the thread that started it dies
+# (PR_SET_PDEATHSIG, set by util-linux's `setpriv` just before it execs the
+# compiler), so a supervisor killed with SIGKILL never leaves a compiler behind
+# (stock LLVM 19 spins forever on a channel nobody serves). Not a preexec_fn:
+# running Python in the forked child of a threaded process (gRPC's threads and
+# fork handlers) can crash it.
+_SETPRIV = shutil.which("setpriv") if sys.platform.startswith("linux") else None
+
+
+def _die_with_parent(args: List[str], env: Optional[Mapping[str, str]]) -> List[str]:
+    if not _SETPRIV or not args:
+        return args
+    path = (env if env is not None else os.environ).get("PATH", os.defpath)
+    if shutil.which(args[0], path=path) is None:
+        return args   # Popen reports it as before (FileNotFoundError, PermissionError)
+    return [_SETPRIV, "--pdeathsig", "KILL", "--", *args]
+
+
 class _Child:
     """A child in its own process group, watched without reaping it early
     (so its group id cannot be reused before we kill the group)."""
 
     def __init__(self, args: Sequence[str], env: Optional[Mapping[str, str]], cwd: Optional[str]) -> None:
         self.proc = subprocess.Popen(
-            list(args), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            _die_with_parent(list(args), env), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             start_new_session=True, env=dict(env) if env is not None else None, cwd=cwd,
         )
         self.pgid = self.proc.pid
@@ -106,7 +126,8 @@ def run_compiler(cmd: Sequence[Any], policy: Policy, *, server: Optional[PipeSer
 
     The child gets no stdin and its own process group; the whole group is
     killed on ``timeout`` (``timed_out`` is then True) and, in any case, before
-    returning, so no process is left behind. A compiler that never opens the
+    returning, so no process is left behind; on Linux the compiler is also
+    killed if the supervising process dies, even by SIGKILL. A compiler that never opens the
     channel (e.g. LLVM regalloc without a decision) is fine: the wait ends when
     it exits. A policy error in bitstream (which cannot report it) kills the
     compiler (LLVM 19 would spin forever) and is re-raised, with the partial

@@ -105,3 +105,36 @@ def test_given_server_is_reused_and_kept():
 def test_missing_executable_raises_and_cleans_up():
     with pytest.raises(FileNotFoundError):
         mlbridge.run_compiler(["/nonexistent/compiler", "{base}"], policy, timeout=5)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_a_killed_supervisor_leaves_no_compiler_behind(tmp_path):
+    # The supervisor (a Python process running run_compiler) dies by SIGKILL
+    # while its compiler waits on the channel: the compiler must die too, not
+    # linger (stock LLVM 19 spins forever on a channel nobody serves).
+    import signal
+    import subprocess
+    pidfile = tmp_path / "compiler.pid"
+    compiler = ("import os, sys, time; open(sys.argv[1], 'w').write(str(os.getpid())); "
+                "time.sleep(600)")
+    supervisor = ("import sys, mlbridge; "
+                  "mlbridge.run_compiler([sys.executable, '-c', sys.argv[1], sys.argv[2]], lambda o: 0, timeout=600)")
+    sup = subprocess.Popen([sys.executable, "-c", supervisor, compiler, str(pidfile)], env=child_env(),
+                           stdin=subprocess.DEVNULL)
+    try:
+        # Wait (bounded) for the compiler to report its pid.
+        deadline = time.monotonic() + 30
+        while not (pidfile.exists() and pidfile.read_text()) and time.monotonic() < deadline:
+            assert sup.poll() is None, "the supervisor exited early"
+            select.select([], [], [], 0.02)
+        pid = int(pidfile.read_text())
+        fd = os.pidfd_open(pid)
+    finally:
+        sup.send_signal(signal.SIGKILL)
+        sup.wait(10)
+    try:
+        p = select.poll()
+        p.register(fd, select.POLLIN)
+        assert p.poll(10_000), f"compiler {pid} still alive 10 s after its supervisor was killed"
+    finally:
+        os.close(fd)
