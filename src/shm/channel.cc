@@ -124,8 +124,6 @@ bool Channel::peerClosedWord() const {
   return load(kClientClosed) == session_ || load(kSession) != session_;
 }
 
-bool Channel::peerEnded() const { return peerClosedWord() || !peer_.alive(); }
-
 template <class Check>
 Status Channel::waitFor(Check check, const pipe::Deadline& deadline, const char* what, Event* event,
                         uint32_t waitingFor) {

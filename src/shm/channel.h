@@ -51,9 +51,6 @@ class Channel {
                      const char* what);
   // Unread incoming bytes.
   size_t available() const;
-  // Whether the peer ended this session (model: the compiler ended it, left
-  // or died; compiler: the model hung up or exited).
-  bool peerEnded() const;
 
   // Ends the session from this side: the compiler's clean end, or the
   // model's hang-up. The compiler also releases its claim.
