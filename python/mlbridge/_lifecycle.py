@@ -28,6 +28,18 @@ class ServerLifecycle:
     def __exit__(self, *exc: Any) -> None:
         self.stop()  # type: ignore[attr-defined]
 
+    def _bind_and_start(self, server: Any) -> None:
+        """Binds ``server`` to ``self.address`` (with ``self.tls``), starts it
+        and keeps it; a bind failure stops it and raises."""
+        from ._grpc_common import bind
+        try:
+            self._port = bind(server, self.address, self.tls)  # type: ignore[attr-defined]
+        except BaseException:
+            server.stop(None)
+            raise
+        server.start()
+        self._server = server
+
     def _auth(self, context: Any) -> None:
         if self._token is not None:
             from ._grpc_common import check_token

@@ -226,6 +226,17 @@ def _private_dir(path: str, created: bool) -> None:
             )
 
 
+def remove_channel_dir(folder: Optional[str]) -> None:
+    """Removes the folder :func:`channel_base` created, if it is empty now.
+    Returns None, for ``self._created_dir = remove_channel_dir(...)``."""
+    if folder is not None:
+        try:
+            os.rmdir(folder)
+        except OSError:
+            pass
+    return None
+
+
 def channel_base(base: Optional[str], parent: Optional[str] = None) -> tuple:
     """The model's channel base and the folder it had to create (or None).
 
@@ -432,12 +443,7 @@ class ServerChannel:
             except FileNotFoundError:
                 pass
         self._created = []
-        if self._created_dir is not None:
-            try:
-                os.rmdir(self._created_dir)
-            except OSError:
-                pass
-            self._created_dir = None
+        self._created_dir = remove_channel_dir(self._created_dir)
 
 
 # ---------------------------------------------------------------------------

@@ -191,13 +191,7 @@ class GrpcServer(ServerLifecycle):
                 response_serializer=spb.ShutdownReply.SerializeToString),
         }
         server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(_SERVICE, handlers),))
-        try:
-            self._port = _c.bind(server, self.address, self.tls)
-        except BaseException:
-            server.stop(None)
-            raise
-        server.start()
-        self._server = server
+        self._bind_and_start(server)
         return self
 
     def stop(self, grace: Optional[float] = 1.0) -> None:

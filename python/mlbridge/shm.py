@@ -27,7 +27,7 @@ import threading
 import time
 from typing import Any, Callable, Iterable, Optional
 
-from .channel import Deadline, InputBuffer, channel_base
+from .channel import Deadline, InputBuffer, channel_base, remove_channel_dir
 from .client import PipeClient
 from .errors import ChannelTimeout, MLBridgeError, PeerClosed, ProtocolError
 from .server import PipeServer
@@ -538,12 +538,7 @@ class ShmServerChannel:
             finally:
                 e.close()
                 self._end = None
-        if self._created_dir is not None:
-            try:
-                os.rmdir(self._created_dir)
-            except OSError:
-                pass
-            self._created_dir = None
+        self._created_dir = remove_channel_dir(self._created_dir)
 
 
 class ShmServer(PipeServer):

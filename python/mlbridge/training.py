@@ -289,13 +289,7 @@ class EnvironmentServer(ServerLifecycle):
         server.add_generic_rpc_handlers((
             grpc.method_handlers_generic_handler("mlbridge.v1.EnvironmentService", env_handlers),
         ))
-        try:
-            self._port = _c.bind(server, self.address, self.tls)
-        except BaseException:
-            server.stop(None)
-            raise
-        server.start()
-        self._server = server
+        self._bind_and_start(server)
         return self
 
     @property
