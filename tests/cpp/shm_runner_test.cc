@@ -86,6 +86,11 @@ struct Model {
     iovec iov{const_cast<char*>(bytes.data()), bytes.size()};
     return ch->write(&iov, 1, pipe::Deadline(kIoMs), "test model").ok();
   }
+  // Bitstream: the header's two lines, then the first observation (21 bytes
+  // for features()); true if all of it arrived.
+  bool takeHeaderAndObservation() {
+    return !readLine().empty() && !readLine().empty() && read(21).size() == 21;
+  }
 };
 
 std::vector<TensorSpec> features() {
@@ -284,9 +289,7 @@ TEST(ShmRunner, ModelHangsUp) {
   Model model(d.base);
   Thread t([&] {
     ASSERT_TRUE(model.accept());
-    model.readLine();
-    model.readLine();
-    model.read(21);
+    ASSERT_TRUE(model.takeHeaderAndObservation());
     model.ch->end();  // bitstream cannot say why: it hangs up
   });
   auto r = ShmModelRunner::create(features(), {advice()}, opts(d));
@@ -303,9 +306,7 @@ TEST(ShmRunner, TooManyReplyBytesAreDetected) {
   Model model(d.base);
   Thread t([&] {
     ASSERT_TRUE(model.accept());
-    model.readLine();
-    model.readLine();
-    model.read(21);
+    ASSERT_TRUE(model.takeHeaderAndObservation());
     model.write(le64(1) + le64(2));
   });
   auto r = ShmModelRunner::create(features(), {advice()}, opts(d));
@@ -322,9 +323,7 @@ TEST(ShmRunner, CorruptControlPageIsAnError) {
   Model model(d.base);
   Thread t([&] {
     ASSERT_TRUE(model.accept());
-    model.readLine();
-    model.readLine();
-    model.read(21);
+    ASSERT_TRUE(model.takeHeaderAndObservation());
     int fd = open((d.base + ".shm").c_str(), O_RDWR | O_CLOEXEC);
     ASSERT_GE(fd, 0);
     void* p = mmap(nullptr, shm::kControlBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -384,9 +383,7 @@ TEST(ShmRunner, OneCompilerAtATimeAndSessionsOneAfterAnother) {
   Thread t([&] {
     for (int i = 0; i < 2; ++i) {
       ASSERT_TRUE(model.accept());
-      model.readLine();
-      model.readLine();
-      model.read(21);
+      ASSERT_TRUE(model.takeHeaderAndObservation());
       model.write(le64(100 + i));
     }
   });
