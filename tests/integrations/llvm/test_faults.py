@@ -64,6 +64,15 @@ def test_unknown_runner_and_runner_not_built_in(interp_ir, tmp_path):
     assert "no policy compiled into this plugin" in fallback(interp_ir, tmp_path, "-mlbridge-inline-runner=aot")
 
 
+def test_runner_missing_its_argument_or_library(interp_ir, tmp_path):
+    # The shared runner factory (runner_choice.cc) names what is missing.
+    assert "no model file given (-mlbridge-inline-model=FILE.onnx)" in fallback(
+        interp_ir, tmp_path, "-mlbridge-inline-runner=onnx")
+    assert "no channel base given" in fallback(interp_ir, tmp_path, "-mlbridge-inline-runner=pipe")
+    err = fallback(interp_ir, tmp_path, "-mlbridge-inline-runner=aot", f"-mlbridge-inline-model={tmp_path}/nope.so")
+    assert "aot runner: cannot load" in err
+
+
 def test_environment_configures_the_same_checks(interp_ir, tmp_path):
     fallback(interp_ir, tmp_path, env={"MLBRIDGE_INLINE_RUNNER": "onnx",
                                        "MLBRIDGE_INLINE_MODEL": str(tmp_path / "missing.onnx")})
