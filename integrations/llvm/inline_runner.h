@@ -9,6 +9,9 @@
 
 namespace mlbridge_llvm {
 
+using mlbridge_integrations::createRunner;
+using mlbridge_integrations::RunnerChoice;
+
 struct InlineRunnerConfig {
   RunnerChoice choice;   // runner "" / "none": the stock inliner
   bool stats = false;    // print how many decisions the model made

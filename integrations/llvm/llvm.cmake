@@ -23,15 +23,15 @@ set(MLBRIDGE_LLVM_AOT_MODEL "" CACHE FILEPATH "ONNX inlining policy to compile i
 # Built the way LLVM is: no RTTI, no exceptions (mlbridge's headers allow both).
 function(mlbridge_llvm_settings target)
   target_include_directories(${target} SYSTEM PRIVATE ${LLVM_INCLUDE_DIRS})
-  target_include_directories(${target} PRIVATE ${CMAKE_CURRENT_FUNCTION_LIST_DIR})
+  target_include_directories(${target} PRIVATE ${CMAKE_CURRENT_FUNCTION_LIST_DIR} ${PROJECT_SOURCE_DIR}/integrations/common)
   target_compile_definitions(${target} PRIVATE ${LLVM_DEFINITIONS})
   target_compile_options(${target} PRIVATE -fno-rtti -fno-exceptions ${MLBRIDGE_WARNINGS})
 endfunction()
 
-# Every source but runner_choice.cc (compiled per plugin with what it links),
+# Every source, compiled once for all plugins (integrations/common/runner_choice.cc
+# is compiled per plugin, with what that plugin links),
 # compiled once for all plugins.
 file(GLOB MLBRIDGE_LLVM_SOURCES CONFIGURE_DEPENDS ${CMAKE_CURRENT_LIST_DIR}/*.cc)
-list(REMOVE_ITEM MLBRIDGE_LLVM_SOURCES ${CMAKE_CURRENT_LIST_DIR}/runner_choice.cc)
 add_library(mlbridge_llvm_objs OBJECT ${MLBRIDGE_LLVM_SOURCES})
 mlbridge_llvm_settings(mlbridge_llvm_objs)
 target_link_libraries(mlbridge_llvm_objs PRIVATE mlbridge)
@@ -40,12 +40,12 @@ target_link_libraries(mlbridge_llvm_objs PRIVATE mlbridge)
 include(${PROJECT_SOURCE_DIR}/cmake/MLBridgeAot.cmake)
 function(mlbridge_llvm_plugin name)
   cmake_parse_arguments(ARG "FULL" "AOT_MODEL" "" ${ARGN})
-  add_library(${name} MODULE $<TARGET_OBJECTS:mlbridge_llvm_objs> ${CMAKE_CURRENT_FUNCTION_LIST_DIR}/runner_choice.cc
+  add_library(${name} MODULE $<TARGET_OBJECTS:mlbridge_llvm_objs> ${PROJECT_SOURCE_DIR}/integrations/common/runner_choice.cc
               ${CMAKE_CURRENT_FUNCTION_LIST_DIR}/aot/embedded_aot_model.cc)
   mlbridge_llvm_settings(${name})
   set(libs mlbridge)
   if(MLBRIDGE_WITH_ENGINE)
-    target_compile_definitions(${name} PRIVATE MLBRIDGE_LLVM_HAVE_ENGINE=1)
+    target_compile_definitions(${name} PRIVATE MLBRIDGE_RUNNERS_HAVE_ENGINE=1)
   endif()
   if(ARG_AOT_MODEL AND MLBRIDGE_WITH_ENGINE)
     mlbridge_add_aot_model(TARGET ${name}_policy MODEL ${ARG_AOT_MODEL} NAME MLBridgeInlinerPolicy
@@ -55,13 +55,13 @@ function(mlbridge_llvm_plugin name)
     list(APPEND libs ${name}_policy)
   endif()
   if(ARG_FULL AND TARGET mlbridge_onnxruntime)
-    target_compile_definitions(${name} PRIVATE MLBRIDGE_LLVM_HAVE_ONNXRUNTIME=1)
+    target_compile_definitions(${name} PRIVATE MLBRIDGE_RUNNERS_HAVE_ONNXRUNTIME=1)
     list(APPEND libs mlbridge_onnxruntime)
     get_filename_component(ort_dir "${MLBRIDGE_ONNXRUNTIME_LIBRARY}" DIRECTORY)
     set_target_properties(${name} PROPERTIES BUILD_RPATH "${ort_dir}")
   endif()
   if(ARG_FULL AND TARGET mlbridge_grpc)
-    target_compile_definitions(${name} PRIVATE MLBRIDGE_LLVM_HAVE_GRPC=1)
+    target_compile_definitions(${name} PRIVATE MLBRIDGE_RUNNERS_HAVE_GRPC=1)
     list(APPEND libs mlbridge_grpc)
   endif()
   # opt/clang already hold libLLVM: the plugin resolves LLVM symbols from them.

@@ -14,6 +14,9 @@
 
 namespace mlbridge_llvm {
 
+using mlbridge_integrations::createRunner;
+using mlbridge_integrations::RunnerChoice;
+
 // Tensor names of the contract (docs/phase-ordering.md).
 constexpr const char* kPhaseOrderFeaturesName = "module_features";  // int64 [kNumPhaseOrderFeatures]
 constexpr const char* kPhaseOrderStepName = "step";                 // int64 [1], 0-based

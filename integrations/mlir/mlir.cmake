@@ -34,9 +34,13 @@ list(APPEND MLBRIDGE_ENABLED_COMPONENTS "mlir-opt (MLIR ${LLVM_PACKAGE_VERSION})
 
 add_executable(mlbridge-mlir-opt
   ${CMAKE_CURRENT_LIST_DIR}/mlbridge_mlir_opt.cc
-  ${CMAKE_CURRENT_LIST_DIR}/unroll_pass.cc)
+  ${CMAKE_CURRENT_LIST_DIR}/unroll_pass.cc
+  ${PROJECT_SOURCE_DIR}/integrations/common/runner_choice.cc)
 target_include_directories(mlbridge-mlir-opt SYSTEM PRIVATE ${LLVM_INCLUDE_DIRS} ${MLIR_INCLUDE_DIRS})
-target_include_directories(mlbridge-mlir-opt PRIVATE ${CMAKE_CURRENT_LIST_DIR})
+target_include_directories(mlbridge-mlir-opt PRIVATE ${CMAKE_CURRENT_LIST_DIR} ${PROJECT_SOURCE_DIR}/integrations/common)
+if(MLBRIDGE_WITH_ENGINE)
+  target_compile_definitions(mlbridge-mlir-opt PRIVATE MLBRIDGE_RUNNERS_HAVE_ENGINE=1)
+endif()
 target_compile_definitions(mlbridge-mlir-opt PRIVATE ${LLVM_DEFINITIONS})
 # Built the way LLVM's own code is: no RTTI, no exceptions (mlbridge's headers allow both).
 target_compile_options(mlbridge-mlir-opt PRIVATE -fno-rtti -fno-exceptions ${MLBRIDGE_WARNINGS})

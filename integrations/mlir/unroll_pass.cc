@@ -22,8 +22,8 @@
 #include <string>
 #include <vector>
 
-#include "mlbridge/onnx_runner.h"
-#include "mlbridge/pipe_runner.h"
+#include "mlbridge/wire_format.h"
+#include "runner_choice.h"
 
 namespace mlbridge_mlir {
 namespace {
@@ -140,28 +140,27 @@ mlbridge::StatusOr<std::unique_ptr<mlbridge::ModelRunner>> UnrollPass::makeRunne
   std::vector<mlbridge::TensorSpec> advice = {mlbridge::TensorSpec::create<int64_t>(kAdviceName, {1})};
   std::string kind = runner;
   if (kind.empty()) kind = !model.empty() ? "onnx" : !pipe.empty() ? "pipe" : "";
-  if (kind == "onnx") {
-    if (model.empty()) return Status(StatusCode::kInvalidArgument, "runner=onnx needs model=FILE.onnx");
-    auto r = mlbridge::NativeModelRunner::create(model, std::move(features), std::move(advice));
-    if (!r.ok()) return r.status();
-    return std::unique_ptr<mlbridge::ModelRunner>(std::move(*r));
-  }
-  if (kind == "pipe") {
-    if (pipe.empty()) return Status(StatusCode::kInvalidArgument, "runner=pipe needs pipe=BASE");
-    mlbridge::PipeOptions options;
-    options.base = pipe;
-    if (!mlbridge::parseWireFormat(format.getValue(), &options.format))
-      return Status(StatusCode::kInvalidArgument, "format must be bitstream, json or protobuf, not '" +
-                                                      format.getValue() + "'");
-    if (timeoutMs <= 0) return Status(StatusCode::kInvalidArgument, "timeout-ms must be positive");
-    options.timeoutMs = timeoutMs;
-    options.connectTimeoutMs = timeoutMs;
-    auto r = mlbridge::PipeModelRunner::create(std::move(features), std::move(advice), options);
-    if (!r.ok()) return r.status();
-    return std::unique_ptr<mlbridge::ModelRunner>(std::move(*r));
-  }
+  // The pass's own checks, in its option names; the runner itself comes from
+  // the factory every integration shares (integrations/common/runner_choice.h).
   if (kind.empty()) return Status(StatusCode::kInvalidArgument, "no model: give model=FILE.onnx or pipe=BASE");
-  return Status(StatusCode::kInvalidArgument, "runner must be onnx or pipe, not '" + kind + "'");
+  if (kind != "onnx" && kind != "pipe")
+    return Status(StatusCode::kInvalidArgument, "runner must be onnx or pipe, not '" + kind + "'");
+  if (kind == "onnx" && model.empty())
+    return Status(StatusCode::kInvalidArgument, "runner=onnx needs model=FILE.onnx");
+  if (kind == "pipe" && pipe.empty()) return Status(StatusCode::kInvalidArgument, "runner=pipe needs pipe=BASE");
+  mlbridge::WireFormat wire;
+  if (!mlbridge::parseWireFormat(format.getValue(), &wire))
+    return Status(StatusCode::kInvalidArgument, "format must be bitstream, json or protobuf, not '" +
+                                                    format.getValue() + "'");
+  if (timeoutMs <= 0) return Status(StatusCode::kInvalidArgument, "timeout-ms must be positive");
+  mlbridge_integrations::RunnerChoice choice;
+  choice.runner = kind;
+  choice.model = model;
+  choice.channel = pipe;
+  choice.format = format.getValue();
+  choice.timeoutMs = timeoutMs;
+  choice.optionPrefix = "mlbridge-unroll ";
+  return mlbridge_integrations::createRunner(choice, std::move(features), std::move(advice));
 }
 
 void UnrollPass::runOnOperation() {

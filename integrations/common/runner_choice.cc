@@ -7,18 +7,18 @@
 
 #include "mlbridge/pipe_runner.h"
 #include "mlbridge/wire_format.h"
-#ifdef MLBRIDGE_LLVM_HAVE_ENGINE
+#ifdef MLBRIDGE_RUNNERS_HAVE_ENGINE
 #include "mlbridge/aot_runner.h"
 #include "mlbridge/onnx_runner.h"
 #endif
-#ifdef MLBRIDGE_LLVM_HAVE_ONNXRUNTIME
+#ifdef MLBRIDGE_RUNNERS_HAVE_ONNXRUNTIME
 #include "mlbridge/onnxruntime_runner.h"
 #endif
-#ifdef MLBRIDGE_LLVM_HAVE_GRPC
+#ifdef MLBRIDGE_RUNNERS_HAVE_GRPC
 #include "mlbridge/grpc_runner.h"
 #endif
 
-namespace mlbridge_llvm {
+namespace mlbridge_integrations {
 
 using mlbridge::ModelRunner;
 using mlbridge::Status;
@@ -27,14 +27,14 @@ using mlbridge::TensorSpec;
 
 std::string availableRunners() {
   std::string s;
-#ifdef MLBRIDGE_LLVM_HAVE_ENGINE
+#ifdef MLBRIDGE_RUNNERS_HAVE_ENGINE
   s += "onnx, aot, ";
 #endif
-#ifdef MLBRIDGE_LLVM_HAVE_ONNXRUNTIME
+#ifdef MLBRIDGE_RUNNERS_HAVE_ONNXRUNTIME
   s += "onnxruntime, ";
 #endif
   s += "pipe";
-#ifdef MLBRIDGE_LLVM_HAVE_GRPC
+#ifdef MLBRIDGE_RUNNERS_HAVE_GRPC
   s += ", grpc";
 #endif
   return s;
@@ -55,7 +55,7 @@ StatusOr<std::unique_ptr<ModelRunner>> upcast(StatusOr<std::unique_ptr<R>> r) {
                                       "); available: " + availableRunners());
 }
 
-#ifdef MLBRIDGE_LLVM_HAVE_ENGINE
+#ifdef MLBRIDGE_RUNNERS_HAVE_ENGINE
 // An AOT policy in a shared library (mlbridge-aot's .cc built with -shared
 // -fPIC), so a deployed policy changes without rebuilding the plugin. The
 // library stays loaded: its descriptor is static data.
@@ -88,20 +88,20 @@ StatusOr<std::unique_ptr<ModelRunner>> createRunner(const RunnerChoice& c, std::
       return Status(mlbridge::StatusCode::kNotFound,
                     r + " runner: no model file given (" + c.optionPrefix + "model=FILE.onnx)");
     if (r == "onnx") {
-#ifdef MLBRIDGE_LLVM_HAVE_ENGINE
+#ifdef MLBRIDGE_RUNNERS_HAVE_ENGINE
       return upcast(mlbridge::NativeModelRunner::create(c.model, std::move(features), std::move(advice)));
 #else
       return notBuilt(r, "configure with MLBRIDGE_WITH_ENGINE=ON");
 #endif
     }
-#ifdef MLBRIDGE_LLVM_HAVE_ONNXRUNTIME
+#ifdef MLBRIDGE_RUNNERS_HAVE_ONNXRUNTIME
     return upcast(mlbridge::OnnxRuntimeRunner::create(c.model, std::move(features), std::move(advice)));
 #else
     return notBuilt(r, "use libMLBridgeLLVMFull.so, built when ONNX Runtime is found");
 #endif
   }
   if (r == "aot") {
-#ifdef MLBRIDGE_LLVM_HAVE_ENGINE
+#ifdef MLBRIDGE_RUNNERS_HAVE_ENGINE
     const mlbridge_aot_model* model = c.embeddedAot;
     if (!c.model.empty()) {
       StatusOr<const mlbridge_aot_model*> loaded = loadAotLibrary(c.model, c.aotSymbol);
@@ -129,7 +129,7 @@ StatusOr<std::unique_ptr<ModelRunner>> createRunner(const RunnerChoice& c, std::
     return upcast(mlbridge::PipeModelRunner::create(std::move(features), std::move(advice), p));
   }
   if (r == "grpc") {
-#ifdef MLBRIDGE_LLVM_HAVE_GRPC
+#ifdef MLBRIDGE_RUNNERS_HAVE_GRPC
     if (c.address.empty())
       return mlbridge::invalidArgument("grpc runner: no address given (" + c.optionPrefix + "address=HOST:PORT)");
     mlbridge::GrpcRunnerOptions g;
@@ -145,4 +145,4 @@ StatusOr<std::unique_ptr<ModelRunner>> createRunner(const RunnerChoice& c, std::
   return mlbridge::invalidArgument("unknown runner '" + r + "' (available: " + availableRunners() + ")");
 }
 
-}  // namespace mlbridge_llvm
+}  // namespace mlbridge_integrations

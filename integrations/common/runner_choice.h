@@ -1,9 +1,10 @@
-// The one place the plugin's passes (ML inliner, phase ordering) turn their
-// options into an mlbridge runner, so every pass offers the same runners with
-// the same meaning and the same errors. Compiled per plugin target: what it
-// can create depends on what that plugin links (llvm.cmake).
-#ifndef MLBRIDGE_INTEGRATIONS_LLVM_RUNNER_CHOICE_H
-#define MLBRIDGE_INTEGRATIONS_LLVM_RUNNER_CHOICE_H
+// The one place the compiler integrations (the LLVM plugin's ML inliner and
+// phase ordering, the MLIR pass) turn their options into an mlbridge runner,
+// so every pass offers the same runners with the same meaning and errors.
+// Compiled into each target with MLBRIDGE_RUNNERS_HAVE_{ENGINE,ONNXRUNTIME,
+// GRPC} saying what that target links.
+#ifndef MLBRIDGE_INTEGRATIONS_COMMON_RUNNER_CHOICE_H
+#define MLBRIDGE_INTEGRATIONS_COMMON_RUNNER_CHOICE_H
 
 #include <memory>
 #include <string>
@@ -14,7 +15,7 @@
 #include "mlbridge/status.h"
 #include "mlbridge/tensor_spec.h"
 
-namespace mlbridge_llvm {
+namespace mlbridge_integrations {
 
 struct RunnerChoice {
   std::string runner;     // onnx, aot, onnxruntime, pipe, grpc
@@ -40,6 +41,6 @@ mlbridge::StatusOr<std::unique_ptr<mlbridge::ModelRunner>> createRunner(const Ru
 // The runners this plugin can create, e.g. "onnx, aot, pipe".
 std::string availableRunners();
 
-}  // namespace mlbridge_llvm
+}  // namespace mlbridge_integrations
 
-#endif  // MLBRIDGE_INTEGRATIONS_LLVM_RUNNER_CHOICE_H
+#endif  // MLBRIDGE_INTEGRATIONS_COMMON_RUNNER_CHOICE_H
