@@ -1,20 +1,35 @@
-"""mlbridge: let a compiler ask a Python model for decisions over named pipes
-(or shared memory: :class:`ShmServer`, :class:`ShmClient`).
+"""mlbridge: let a compiler ask a Python model for its decisions, and train
+those models on your own code (the MLGO workflow).
 
-The wire contract is docs/protocol.md. The model side is :class:`PipeServer`
-(with :class:`Model` or any callable as the policy); the compiler side is
-:class:`PipeClient`; :func:`run_compiler` runs a compiler under supervision.
+The package reads by workflow stage (docs/python.md has the map):
+
+- ``core/``      tensor specs, dtypes, messages, errors: the shared vocabulary
+- ``formats/``   the wire formats (bitstream, json, protobuf)
+- ``transport/`` named pipes and shared memory: :class:`PipeServer`, :class:`ShmServer`,
+  :class:`PipeClient`, :func:`run_compiler`
+- ``rpc/``       gRPC: :class:`GrpcServer`, :class:`ModelClient`, :class:`EnvironmentClient`, WorkerPool
+- ``llvm/``      stock LLVM in interactive mode, LLVM's training logs
+- ``corpus/``    corpora from real builds, scoring policies against -Oz
+- ``train/``     Gymnasium environments, policies, trainers
+- ``cli/``       the ``mlbridge`` command
+
+The flat module paths of earlier releases (``mlbridge.server``, ``mlbridge.training``, ...)
+still import: they are the same modules (``_aliases.py``).
 """
-from .dtypes import DTYPES, DType
-from .errors import ChannelTimeout, MLBridgeError, PeerClosed, ProtocolError, RemoteError, SpecMismatch
-from .messages import PROTOCOL_VERSION
-from .spec import TensorSpec
-from .formats import FORMATS, get_format
-from .server import Model, Observation, PipeServer, Session, SessionStats
-from .client import PipeClient
-from .shm import ShmClient, ShmServer
-from .supervise import CompileResult, run_compiler
-from .logs import LogRecord, read_log
+from ._aliases import install as _install_aliases
+
+_install_aliases()
+
+from .core.dtypes import DTYPES, DType  # noqa: E402
+from .core.errors import ChannelTimeout, MLBridgeError, PeerClosed, ProtocolError, RemoteError, SpecMismatch  # noqa: E402
+from .core.messages import PROTOCOL_VERSION  # noqa: E402
+from .core.spec import TensorSpec  # noqa: E402
+from .formats import FORMATS, get_format  # noqa: E402
+from .transport.server import Model, Observation, PipeServer, Session, SessionStats  # noqa: E402
+from .transport.client import PipeClient  # noqa: E402
+from .transport.shm import ShmClient, ShmServer  # noqa: E402
+from .transport.supervise import CompileResult, run_compiler  # noqa: E402
+from .llvm.logs import LogRecord, read_log  # noqa: E402
 
 __version__ = "0.1.0"
 
@@ -34,9 +49,9 @@ __all__ = [
 
 # name -> module of the lazily imported gRPC API (needs `pip install grpcio`).
 _LAZY = {
-    "GrpcServer": "grpc_server", "ServerTLS": "grpc_server", "ClientTLS": "grpc_server",
-    "RetryPolicy": "grpc_server", "ModelClient": "grpc_client", "EnvironmentClient": "grpc_client",
-    "WorkerPool": "workers",
+    "GrpcServer": "rpc.model_server", "ServerTLS": "rpc.model_server", "ClientTLS": "rpc.model_server",
+    "RetryPolicy": "rpc.model_server", "ModelClient": "rpc.clients", "EnvironmentClient": "rpc.clients",
+    "WorkerPool": "rpc.workers",
 }
 
 

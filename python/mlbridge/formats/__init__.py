@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, Optional
 
-from ..errors import ProtocolError
-from ..messages import Restart
+from ..core.errors import ProtocolError
+from ..core.messages import Restart
 from .base import DEFAULT_MAX_MESSAGE, Decoder, WireFormat
 from .bitstream import BitstreamFormat, BitstreamModelDecoder, BitstreamReplyDecoder
 from .framing import MAGIC, FramedFormat, FramedModelDecoder, FramedReplyDecoder, parse_preamble

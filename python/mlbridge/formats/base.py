@@ -6,7 +6,7 @@ from typing import Any, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..spec import TensorSpec
+from ..core.spec import TensorSpec
 
 __all__ = ["Decoder", "WireFormat", "DEFAULT_MAX_MESSAGE"]
 

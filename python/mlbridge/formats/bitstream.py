@@ -11,9 +11,9 @@ from typing import Any, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..errors import ProtocolError
-from ..messages import Context, Header, Observation, Outcome, Reply, Restart
-from ..spec import TensorSpec, json_string, specs_from_json, specs_to_json
+from ..core.errors import ProtocolError
+from ..core.messages import Context, Header, Observation, Outcome, Reply, Restart
+from ..core.spec import TensorSpec, json_string, specs_from_json, specs_to_json
 from .base import DEFAULT_MAX_MESSAGE, Decoder, WireFormat
 from .jsonfmt import loads
 

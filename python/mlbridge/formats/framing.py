@@ -5,9 +5,9 @@ from typing import Any, Dict, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..errors import ProtocolError
-from ..messages import PROTOCOL_VERSION, Header, Observation, Preamble, Reply, Restart
-from ..spec import TensorSpec
+from ..core.errors import ProtocolError
+from ..core.messages import PROTOCOL_VERSION, Header, Observation, Preamble, Reply, Restart
+from ..core.spec import TensorSpec
 from .base import DEFAULT_MAX_MESSAGE, Decoder, WireFormat
 
 __all__ = ["MAGIC", "FramedFormat", "FramedModelDecoder", "FramedReplyDecoder", "parse_preamble"]

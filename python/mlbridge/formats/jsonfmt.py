@@ -11,10 +11,10 @@ from typing import Any, List, Sequence, Tuple
 
 import numpy as np
 
-from .. import dtypes as _dt
-from ..errors import ProtocolError
-from ..messages import Context, End, Header, Observation, Reply, NamedTensor, PROTOCOL_VERSION
-from ..spec import TensorSpec, json_string, specs_from_json, specs_to_json
+from ..core import dtypes as _dt
+from ..core.errors import ProtocolError
+from ..core.messages import Context, End, Header, Observation, Reply, NamedTensor, PROTOCOL_VERSION
+from ..core.spec import TensorSpec, json_string, specs_from_json, specs_to_json
 from .framing import FramedFormat
 
 try:  # orjson is much faster; it is optional at run time.

@@ -8,11 +8,11 @@ from typing import Any, List, Sequence
 import numpy as np
 from google.protobuf.message import DecodeError
 
-from .. import dtypes as _dt
+from ..core import dtypes as _dt
 from .._proto import mlbridge_pb2 as pb
-from ..errors import ProtocolError
-from ..messages import PROTOCOL_VERSION, Context, End, Header, NamedTensor, Observation, Reply
-from ..spec import TensorSpec, check_unique
+from ..core.errors import ProtocolError
+from ..core.messages import PROTOCOL_VERSION, Context, End, Header, NamedTensor, Observation, Reply
+from ..core.spec import TensorSpec, check_unique
 from .framing import FramedFormat
 
 __all__ = ["ProtobufFormat", "pb"]

@@ -17,7 +17,7 @@ import termios
 import time
 from typing import Any, Iterable, Optional, Sequence
 
-from .errors import ChannelTimeout, MLBridgeError, PeerClosed
+from ..core.errors import ChannelTimeout, MLBridgeError, PeerClosed
 
 __all__ = ["InputBuffer", "ServerChannel", "ClientChannel", "Deadline", "PIPE_SIZE"]
 

@@ -31,7 +31,7 @@ class ServerLifecycle:
     def _bind_and_start(self, server: Any) -> None:
         """Binds ``server`` to ``self.address`` (with ``self.tls``), starts it
         and keeps it; a bind failure stops it and raises."""
-        from ._grpc_common import bind
+        from .common import bind
         try:
             self._port = bind(server, self.address, self.tls)  # type: ignore[attr-defined]
         except BaseException:
@@ -42,5 +42,5 @@ class ServerLifecycle:
 
     def _auth(self, context: Any) -> None:
         if self._token is not None:
-            from ._grpc_common import check_token
+            from .common import check_token
             check_token(context, self._token)

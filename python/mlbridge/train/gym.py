@@ -38,10 +38,10 @@ import gymnasium
 import numpy as np
 from gymnasium import spaces
 
-from .server import Model, Observation, PipeServer, Session
-from .spec import TensorSpec
-from .supervise import CompileResult, run_compiler
-from .values import coerce
+from ..transport.server import Model, Observation, PipeServer, Session
+from ..core.spec import TensorSpec
+from ..transport.supervise import CompileResult, run_compiler
+from ..core.values import coerce
 
 __all__ = ["CompilerEnv", "EpisodeResult", "observation_space", "action_space", "llvm_inliner_env",
            "InlinerSizeReward"]
@@ -260,7 +260,7 @@ class _PipeBackend:
 
 class _GrpcBackend:
     def __init__(self, target: str, step_timeout: float, fetch_outcome: bool, **client_kw: Any) -> None:
-        from .grpc_client import EnvironmentClient
+        from ..rpc.clients import EnvironmentClient
         self.client = EnvironmentClient(target, timeout=step_timeout, **client_kw)
         self.step_timeout = step_timeout
         self.fetch_outcome = fetch_outcome
@@ -317,7 +317,7 @@ class _GrpcBackend:
             # A compiler may report after its session's end: wait for it (bounded).
             out = self.client.outcome(self.session, wait=self.step_timeout)
             if out is None:
-                from .errors import ChannelTimeout
+                from ..core.errors import ChannelTimeout
                 raise ChannelTimeout(f"{self.client.target} reported no outcome for session {self.session} "
                                      f"within {self.step_timeout} s")
             self._fetched = (self.session, out)
@@ -516,7 +516,7 @@ class InlinerSizeReward:
     def baseline(self, ir: str, workdir: str) -> int:
         b = self.baselines.get(ir)
         if b is None:
-            from . import llvm
+            from .. import llvm
             out = os.path.join(workdir, "baseline.ll")
             subprocess.run([llvm.tool("opt"), "-passes=scc-oz-module-inliner", ir, "-S", "-o", out],
                            check=True, capture_output=True)
@@ -524,7 +524,7 @@ class InlinerSizeReward:
         return b
 
     def __call__(self, ep: EpisodeResult) -> Tuple[float, Dict[str, Any]]:
-        from . import llvm
+        from .. import llvm
         size = llvm.text_size(ep.extra["out"])
         base = self.baseline(ep.extra["ir"], ep.extra["workdir"])
         return (base - size) / base, {"text_size": size, "baseline_size": base, "file": ep.extra["name"]}
@@ -534,7 +534,7 @@ class _InlinerCommands:
     """The command factory of llvm_inliner_env: one opt-19 run per episode."""
 
     def __init__(self, files: Sequence[Any], work: str, extra_args: Sequence[str]) -> None:
-        from . import llvm
+        from .. import llvm
         self.files = [os.fspath(f) for f in files]
         self.work = work
         self.extra_args = list(extra_args)
@@ -545,7 +545,7 @@ class _InlinerCommands:
         self.count = 0
 
     def __call__(self, _episode: int, options: Dict[str, Any], rng: np.random.Generator):
-        from . import llvm
+        from .. import llvm
         pick = options.get("file")
         if pick is None:
             k = int(rng.integers(len(self.irs)))

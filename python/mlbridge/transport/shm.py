@@ -29,7 +29,7 @@ from typing import Any, Callable, Iterable, Optional
 
 from .channel import Deadline, InputBuffer, channel_base, remove_channel_dir
 from .client import PipeClient
-from .errors import ChannelTimeout, MLBridgeError, PeerClosed, ProtocolError
+from ..core.errors import ChannelTimeout, MLBridgeError, PeerClosed, ProtocolError
 from .server import PipeServer
 
 __all__ = ["ShmServer", "ShmClient", "ShmServerChannel", "ShmClientChannel", "DEFAULT_SPIN_US", "DEFAULT_RING_BYTES"]

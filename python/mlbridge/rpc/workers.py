@@ -17,8 +17,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
-from ._grpc_common import ClientTLS, RetryPolicy
-from .grpc_client import EnvironmentClient, Step
+from .common import ClientTLS, RetryPolicy
+from .clients import EnvironmentClient, Step
 
 __all__ = ["WorkerPool", "PoolStats", "serve_pipe_workers"]
 
@@ -119,7 +119,7 @@ def serve_pipe_workers(policy: Any, bases: Sequence[Optional[str]], sessions: Op
     (one thread per channel; the policy is called under one lock, so it need
     not be thread-safe). Returns each channel's session stats, in order.
     Raises the first error of any channel after all threads end."""
-    from .server import PipeServer
+    from ..transport.server import PipeServer
 
     lock = threading.Lock()
 

@@ -13,7 +13,7 @@ from typing import Any, List, Optional, Sequence, Tuple, Union
 
 import grpc
 
-from .errors import MLBridgeError
+from ..core.errors import MLBridgeError
 
 __all__ = ["ServerTLS", "ClientTLS", "is_loopback", "auth_metadata", "check_token", "server_options",
            "channel_options", "bind", "RetryPolicy"]
@@ -170,7 +170,7 @@ def format_address(address: str, port: int) -> str:
 
 def status_error(exc: grpc.RpcError, what: str) -> MLBridgeError:
     """A gRPC error as the mlbridge exception that fits it."""
-    from .errors import ChannelTimeout, PeerClosed, RemoteError, SpecMismatch
+    from ..core.errors import ChannelTimeout, PeerClosed, RemoteError, SpecMismatch
     code = exc.code() if hasattr(exc, "code") else None
     details = exc.details() if hasattr(exc, "details") else str(exc)
     msg = f"{what}: {code.name if code else 'UNKNOWN'}: {details}"

@@ -10,12 +10,12 @@ from typing import Any, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from .channel import ClientChannel, Deadline
-from .errors import ChannelTimeout, MLBridgeError, PeerClosed, ProtocolError, RemoteError, SpecMismatch
-from .formats import get_format
-from .formats.base import DEFAULT_MAX_MESSAGE
-from .messages import Reply
-from .spec import TensorSpec, as_specs
-from .values import coerce, coerce_all
+from ..core.errors import ChannelTimeout, MLBridgeError, PeerClosed, ProtocolError, RemoteError, SpecMismatch
+from ..formats import get_format
+from ..formats.base import DEFAULT_MAX_MESSAGE
+from ..core.messages import Reply
+from ..core.spec import TensorSpec, as_specs
+from ..core.values import coerce, coerce_all
 
 __all__ = ["PipeClient"]
 

@@ -24,17 +24,17 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Unio
 
 import grpc
 
-from . import _grpc_common as _c
-from ._grpc_common import ClientTLS, RetryPolicy, ServerTLS
-from ._proto import service_pb2 as spb
-from .errors import MLBridgeError, ProtocolError
-from .formats.base import DEFAULT_MAX_MESSAGE
-from .formats.protobuf import ProtobufFormat, _spec, _tensor
-from .messages import PROTOCOL_VERSION
-from .server import Observation, Policy, Session, _describe
-from .spec import TensorSpec, check_unique
-from .values import coerce_all
-from ._lifecycle import ServerLifecycle
+from . import common as _c
+from .common import ClientTLS, RetryPolicy, ServerTLS
+from .._proto import service_pb2 as spb
+from ..core.errors import MLBridgeError, ProtocolError
+from ..formats.base import DEFAULT_MAX_MESSAGE
+from ..formats.protobuf import ProtobufFormat, _spec, _tensor
+from ..core.messages import PROTOCOL_VERSION
+from ..transport.server import Observation, Policy, Session, _describe
+from ..core.spec import TensorSpec, check_unique
+from ..core.values import coerce_all
+from .lifecycle import ServerLifecycle
 
 __all__ = ["GrpcServer", "ServerTLS", "ClientTLS", "RetryPolicy", "main"]
 
@@ -451,8 +451,8 @@ def main(argv: Optional[List[str]] = None) -> int:
 
     import numpy as np
 
-    from .bench_model import ConstModel, EchoModel, FcModel
-    from .server import Model
+    from ..testing.bench_model import ConstModel, EchoModel, FcModel
+    from ..transport.server import Model
 
     class Raise(Model):
         def __call__(self, obs: Observation) -> Any:

@@ -8,9 +8,9 @@ from typing import Any, Dict, Iterator, Optional, Tuple, Union
 
 import numpy as np
 
-from . import formats as _formats
-from .errors import ProtocolError
-from .messages import Context, End, Header, Observation, Outcome, Preamble, Reply, Restart
+from .. import formats as _formats
+from ..core.errors import ProtocolError
+from ..core.messages import Context, End, Header, Observation, Outcome, Preamble, Reply, Restart
 
 __all__ = ["LogRecord", "read_log"]
 

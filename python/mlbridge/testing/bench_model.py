@@ -22,8 +22,8 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from .server import Model, Observation, PipeServer, Session
-from .shm import DEFAULT_SPIN_US, ShmServer
+from ..transport.server import Model, Observation, PipeServer, Session
+from ..transport.shm import DEFAULT_SPIN_US, ShmServer
 
 __all__ = ["FcModel", "ConstModel", "EchoModel", "main"]
 

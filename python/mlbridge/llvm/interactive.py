@@ -40,15 +40,16 @@ from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
 
-from .server import PipeServer
-from .supervise import CompileResult, run_compiler
-from .values import coerce_all
+from ..transport.server import PipeServer
+from ..transport.supervise import CompileResult, run_compiler
+from ..core.values import coerce_all
 
 __all__ = [
     "LLVMNotFound", "tool", "have_tool", "make_inlinable_ir", "make_optimized_ir",
     "inline", "regalloc_evict", "regalloc_priority",
     "inline_command", "evict_command", "priority_command",
-    "defined_functions", "call_sites", "recursive_functions", "count_calls", "count_instructions",
+    "defined_functions", "call_sites", "recursive_functions", "count_calls", "count_instructions", "text_size",
+    "SUFFIX_ENV", "DEFAULT_SUFFIX",
 ]
 
 SUFFIX_ENV = "MLBRIDGE_LLVM_SUFFIX"

@@ -9,14 +9,14 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequ
 
 import numpy as np
 
-from . import formats as _formats
+from .. import formats as _formats
 from .channel import Deadline, ServerChannel
-from .errors import ChannelTimeout, MLBridgeError, PeerClosed, ProtocolError
-from .formats.base import DEFAULT_MAX_MESSAGE
-from .formats.framing import FramedModelDecoder
-from .messages import Context, End, Header, Observation as _ObsMsg, Outcome, Preamble, Restart
-from .spec import TensorSpec
-from .values import coerce_all
+from ..core.errors import ChannelTimeout, MLBridgeError, PeerClosed, ProtocolError
+from ..formats.base import DEFAULT_MAX_MESSAGE
+from ..formats.framing import FramedModelDecoder
+from ..core.messages import Context, End, Header, Observation as _ObsMsg, Outcome, Preamble, Restart
+from ..core.spec import TensorSpec
+from ..core.values import coerce_all
 
 __all__ = ["Observation", "Session", "SessionStats", "Model", "PipeServer", "Policy"]
 

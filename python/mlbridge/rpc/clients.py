@@ -20,15 +20,15 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 import grpc
 import numpy as np
 
-from . import _grpc_common as _c
-from ._grpc_common import ClientTLS, RetryPolicy
-from ._proto import service_pb2 as spb
-from .errors import MLBridgeError, ProtocolError, RemoteError, SpecMismatch
-from .formats.base import DEFAULT_MAX_MESSAGE
-from .formats.protobuf import _fill_spec, _fill_tensor, _spec, _tensor
-from .messages import PROTOCOL_VERSION
-from .spec import TensorSpec
-from .values import coerce, coerce_all
+from . import common as _c
+from .common import ClientTLS, RetryPolicy
+from .._proto import service_pb2 as spb
+from ..core.errors import MLBridgeError, ProtocolError, RemoteError, SpecMismatch
+from ..formats.base import DEFAULT_MAX_MESSAGE
+from ..formats.protobuf import _fill_spec, _fill_tensor, _spec, _tensor
+from ..core.messages import PROTOCOL_VERSION
+from ..core.spec import TensorSpec
+from ..core.values import coerce, coerce_all
 
 __all__ = ["EnvironmentClient", "ModelClient", "Step", "SessionInfo", "RetryPolicy", "ClientTLS"]
 

@@ -1,0 +1,1 @@
+"""The shared vocabulary: tensor specs, dtypes, values, protocol messages, errors."""

@@ -1,0 +1,41 @@
+"""The package's layout by workflow stage: every module path of the flat layout
+still imports, as the same module object, and ``python -m OLD`` still runs."""
+import importlib
+import subprocess
+import sys
+
+import pytest
+
+import mlbridge
+from mlbridge._aliases import OLD_PATHS
+
+from conftest import child_env
+
+
+@pytest.mark.parametrize("old,new", sorted(OLD_PATHS.items()))
+def test_old_module_path_is_the_new_module(old, new):
+    if new.startswith(("rpc.", "train.gym")) or old in ("training",):
+        pytest.importorskip("grpc")
+        pytest.importorskip("gymnasium")
+    assert importlib.import_module(f"mlbridge.{old}") is importlib.import_module(f"mlbridge.{new}")
+    assert getattr(mlbridge, old) is importlib.import_module(f"mlbridge.{new}")
+
+
+def test_from_import_of_an_old_path_gives_its_names():
+    from mlbridge.server import PipeServer
+    from mlbridge.training import LinearPolicy
+    assert PipeServer is mlbridge.PipeServer
+    assert LinearPolicy.__module__ == "mlbridge.train.policy"
+
+
+def test_unknown_module_is_still_an_import_error():
+    with pytest.raises(ImportError):
+        importlib.import_module("mlbridge.no_such_module")
+
+
+@pytest.mark.parametrize("old", ["bench_model", "training"])
+def test_python_dash_m_old_path_runs(old):
+    args = [sys.executable, "-m", f"mlbridge.{old}"] + (["worker"] if old == "training" else []) + ["--help"]
+    out = subprocess.run(args, env=child_env(), capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "usage:" in out.stdout
