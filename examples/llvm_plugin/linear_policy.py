@@ -12,26 +12,12 @@ engines).
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Mapping, Sequence
+from typing import Any, Dict, Mapping
 
 import numpy as np
 
-# LLVM 19's FeatureMap order (llvm/Analysis/InlineModelFeatureMaps.h): 25 cost
-# features, then 13 others. The ONNX inputs use these names.
-FEATURES: Sequence[str] = (
-    "sroa_savings", "sroa_losses", "load_elimination", "call_penalty", "call_argument_setup",
-    "load_relative_intrinsic", "lowered_call_arg_setup", "indirect_call_penalty", "jump_table_penalty",
-    "case_cluster_penalty", "switch_default_dest_penalty", "switch_penalty",
-    "unsimplified_common_instructions", "num_loops", "dead_blocks", "simplified_instructions",
-    "constant_args", "constant_offset_ptr_args", "callsite_cost", "cold_cc_penalty",
-    "last_call_to_static_bonus", "is_multiple_blocks", "nested_inlines", "nested_inline_cost_estimate",
-    "threshold",
-    "callee_basic_block_count", "callsite_height", "node_count", "nr_ctant_params", "cost_estimate",
-    "edge_count", "caller_users", "caller_conditionally_executed_blocks", "caller_basic_block_count",
-    "callee_conditionally_executed_blocks", "callee_users", "is_callee_avail_external",
-    "is_caller_avail_external",
-)
-DECISION = "inlining_decision"
+# LLVM 19's inliner contract: 38 features (FeatureMap order) and the decision.
+from mlbridge.llvm.inliner_features import DECISION, FEATURES  # noqa: E402,F401
 
 
 class LinearPolicy:

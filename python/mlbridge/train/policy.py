@@ -123,8 +123,6 @@ class MLPPolicy:
         from onnx import TensorProto, helper, numpy_helper
         n = len(self.names)
         inits = [numpy_helper.from_array(np.ones(1, _F), "one"), numpy_helper.from_array(np.zeros(1, _F), "zero"),
-                 numpy_helper.from_array(self.mu.reshape(1, n), "mu"),
-                 numpy_helper.from_array(self.sigma.reshape(1, n), "sigma"),
                  numpy_helper.from_array(np.array([1, n], np.int64), "row_shape"),
                  numpy_helper.from_array(np.array([1], np.int64), "out_shape")]
         nodes = [
@@ -136,11 +134,15 @@ class MLPPolicy:
             helper.make_node("Log", ["ax1"], ["lx"]),
             helper.make_node("Mul", ["sx", "lx"], ["t"]),
             helper.make_node("Reshape", ["t", "row_shape"], ["row"]),
-            helper.make_node("Sub", ["row", "mu"], ["centered"]),
-            helper.make_node("Div", ["centered", "sigma"], ["h0"]),
         ]
+        prev = "row"
+        if self.mu.any() or (self.sigma != 1).any():   # an identity normalization costs no node
+            nodes += [helper.make_node("Sub", ["row", "mu"], ["centered"]),
+                      helper.make_node("Div", ["centered", "sigma"], ["h0"])]
+            inits += [numpy_helper.from_array(self.mu.reshape(1, n), "mu"),
+                      numpy_helper.from_array(self.sigma.reshape(1, n), "sigma")]
+            prev = "h0"
         layers = self.layers()
-        prev = "h0"
         for i, (w, b) in enumerate(layers):
             inits += [numpy_helper.from_array(np.ascontiguousarray(w), f"W{i}"),
                       numpy_helper.from_array(np.ascontiguousarray(b), f"B{i}")]
