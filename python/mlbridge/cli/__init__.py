@@ -39,10 +39,11 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
-def main(argv: Optional[List[str]] = None) -> int:
+def main(argv: Optional[List[str]] = None, parser: Optional[argparse.ArgumentParser] = None) -> int:
+    """Runs the command (or `parser`'s: a sub-command run on its own) with its exit codes."""
     from ..core.errors import MLBridgeError
     try:
-        args = build_parser().parse_args(argv)
+        args = (parser or build_parser()).parse_args(argv)
         return int(args.run(args) or 0)
     except UsageError as exc:
         print(f"mlbridge: error: {exc}", file=sys.stderr)

@@ -1,0 +1,233 @@
+"""``mlbridge corpus evaluate CORPUS --policy P``: score a policy against -Oz.
+
+``cli/corpus.py`` registers it with ``add_parser(corpus_subparsers)``; until
+then (and for scripts) ``python -m mlbridge.cli.corpus_evaluate CORPUS ...``
+runs the same command.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import sys
+from typing import Any, Dict, List, Optional
+
+from .errors import UsageError
+
+#: failures printed on stderr before "... and N more" (all are in --json)
+MAX_FAILURES_SHOWN = 10
+
+
+def add_parser(corpus_sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = corpus_sub.add_parser(
+        "evaluate", help="score a policy: .text bytes per module against -Oz",
+        description="Recompile every module of CORPUS with its own command under --policy and under its "
+                    "-Oz heuristic (the same command without the plugin); report .text bytes per module and "
+                    "in total. Exit 0 when every module compiled, 1 when some failed (each shown with its "
+                    "command), 2 on a usage error.")
+    p.add_argument("corpus", help="a corpus folder (corpus_description.json, NAME.bc, NAME.cmd)")
+    p.add_argument("--policy", required=True, metavar="{oz,MODEL.onnx,python:MODULE:FN}",
+                   help="oz: the -Oz heuristic; MODEL.onnx: the model in-process (LLVM plugin); "
+                        "python:MODULE:FN: FN(observation) answered in this process over pipes")
+    p.add_argument("-j", "--jobs", type=int, default=None, help="parallel compiles (default: all cores)")
+    p.add_argument("--timeout", type=float, default=300.0, help="seconds per compile (default 300)")
+    p.add_argument("--plugin", default=None,
+                   help="libMLBridgeLLVM.so (default: $MLBRIDGE_LLVM_PLUGIN, else build/libMLBridgeLLVM.so)")
+    p.add_argument("--clang", default=None, help="clang to run (default: clang-19)")
+    p.add_argument("--cache-dir", default=None,
+                   help="where -Oz sizes are cached (default: $XDG_CACHE_HOME/mlbridge/oz-text)")
+    p.add_argument("--no-cache", action="store_true", help="compile the -Oz baseline again")
+    p.add_argument("--json", action="store_true", help="print the results as JSON on stdout (no table)")
+    p.add_argument("--csv", metavar="FILE", default=None, help="write one row per module")
+    p.add_argument("--plot", metavar="FILE.png", default=None, help="plot the per-module change, sorted")
+    p.add_argument("--rows", type=int, default=30,
+                   help="table rows: the modules with the largest change (0: all; default 30)")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+    p.set_defaults(run=run)
+    return p
+
+
+def _options(args: argparse.Namespace, corpus: Any) -> Any:
+    """The compile options of a run: the place where ``--log DIR`` adds each
+    module's extra clang arguments or environment (CompileOptions.extra_args/extra_env)."""
+    from ..corpus.compile import CompileOptions
+    return CompileOptions(timeout=args.timeout, thinlto=corpus.has_thinlto)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..corpus import layout
+    from ..corpus.compile import CompileSetupError, Policy, Toolchain
+    from ..corpus.evaluate import BaselineCache, default_cache_dir, evaluate
+    from .progress import Progress
+
+    if args.jobs is not None and args.jobs < 1:
+        raise UsageError("-j must be at least 1")
+    if args.timeout <= 0:
+        raise UsageError("--timeout must be positive")
+    for flag, path, ext in (("--csv", args.csv, None), ("--plot", args.plot, ".png")):
+        if path is None:
+            continue
+        if ext and not path.lower().endswith(ext):
+            raise UsageError(f"{flag} {path}: the file name must end with {ext}")
+        folder = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(folder):
+            raise UsageError(f"{flag} {path}: folder {folder} does not exist")
+    try:
+        corpus = layout.load(args.corpus)
+        if not corpus.modules:
+            raise UsageError(f"{args.corpus}: the corpus has no modules")
+        if args.policy.startswith("python:"):
+            sys.path.insert(0, os.getcwd())   # python:MODULE:FN finds modules next to the user
+        policy = Policy.parse(args.policy)
+        toolchain = Toolchain.find(args.clang, args.plugin, need_plugin=policy.uses_plugin)
+    except (layout.CorpusError, CompileSetupError) as exc:
+        raise UsageError(str(exc)) from None
+    cache = None if args.no_cache else BaselineCache(args.cache_dir or default_cache_dir())
+
+    with Progress(len(corpus.modules), "evaluate", quiet=args.quiet, unit="module") as bar:
+        def done(score: Any) -> None:
+            bar.update(1, postfix=os.path.basename(score.module))
+
+        ev = evaluate(corpus, policy, toolchain, jobs=args.jobs, options=_options(args, corpus), cache=cache,
+                      on_done=done)
+
+    data = ev.as_dict()
+    if args.csv:
+        write_csv(args.csv, data)
+    if args.plot:
+        write_plot(args.plot, data)
+    if args.json:
+        json.dump(data, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+    else:
+        print_table(data, rows=args.rows)
+    report_failures(data)
+    return 1 if data["total"]["failed"] else 0
+
+
+def report_failures(data: Dict[str, Any], stream: Any = None) -> None:
+    stream = stream or sys.stderr
+    failed = [m for m in data["modules"] if not m["ok"]]
+    for m in failed[:MAX_FAILURES_SHOWN]:
+        for e in m["errors"]:
+            print(f"mlbridge: module {m['module']} failed ({e['run']}): {e['error']}\n  command: {e['command']}",
+                  file=stream)
+    if len(failed) > MAX_FAILURES_SHOWN:
+        print(f"mlbridge: ... and {len(failed) - MAX_FAILURES_SHOWN} more failed modules (all in --json)",
+              file=stream)
+    if failed:
+        print(f"mlbridge: {len(failed)} of {len(data['modules'])} modules failed", file=stream)
+
+
+def _fmt_delta(delta: Optional[int], pct: Optional[float]) -> List[str]:
+    if delta is None:
+        return ["-", "-"]
+    return [f"{delta:+,}", f"{pct:+.2f}%" if pct is not None else "-"]
+
+
+def print_table(data: Dict[str, Any], rows: int = 30, stream: Any = None) -> None:
+    """Per-module and total .text bytes; rich on a terminal, plain columns otherwise."""
+    stream = stream or sys.stdout
+    mods = data["modules"]
+    shown = mods
+    if rows and len(mods) > rows:
+        shown = sorted(mods, key=lambda m: -abs(m["delta"] or 0) if m["ok"] else float("-inf"))[:rows]
+    header = ["module", "-Oz .text", "policy .text", "delta", "delta %"]
+    body = [[m["module"], _num(m["oz_text"]), _num(m["policy_text"]), *_fmt_delta(m["delta"], m["delta_pct"])]
+            if m["ok"] else [m["module"], _num(m["oz_text"]), _num(m["policy_text"]), "FAILED", ""]
+            for m in shown]
+    t = data["total"]
+    total = [f"total ({t['ok']} modules)", _num(t["oz_text"]), _num(t["policy_text"]),
+             *_fmt_delta(t["delta"], t["delta_pct"])]
+    title = (f"policy {data['policy']} vs -Oz on {data['corpus']}: {t['smaller']} smaller, {t['larger']} larger, "
+             f"{t['failed']} failed; {data['wall_seconds']:.1f} s with -j{data['jobs']}")
+    if len(shown) < len(mods):
+        title += f" (the {len(shown)} largest changes of {len(mods)} modules shown)"
+    if stream.isatty():
+        try:
+            from rich.console import Console
+            from rich.table import Table
+        except ImportError:
+            pass
+        else:
+            table = Table(title=title, show_footer=True)
+            for i, h in enumerate(header):
+                table.add_column(h, footer=total[i], justify="left" if i == 0 else "right")
+            for r in body:
+                table.add_row(*r)
+            Console(file=stream).print(table)
+            return
+    widths = [max(len(r[i]) for r in [header, total] + body) for i in range(len(header))]
+    line = lambda r: "  ".join(c.ljust(widths[0]) if i == 0 else c.rjust(widths[i]) for i, c in enumerate(r))  # noqa: E731
+    print(title, file=stream)
+    print(line(header), file=stream)
+    for r in body:
+        print(line(r), file=stream)
+    print(line(total), file=stream)
+
+
+def _num(v: Optional[int]) -> str:
+    return "-" if v is None else f"{v:,}"
+
+
+CSV_FIELDS = ["module", "ok", "oz_text", "policy_text", "delta", "delta_pct", "oz_seconds", "policy_seconds",
+              "decisions", "oz_cached", "error", "command"]
+
+
+def write_csv(path: str, data: Dict[str, Any]) -> None:
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        w = csv.DictWriter(f, fieldnames=CSV_FIELDS, extrasaction="ignore")
+        w.writeheader()
+        for m in data["modules"]:
+            row = dict(m)
+            errs = m.get("errors") or []
+            row["error"] = "; ".join(f"{e['run']}: {e['error']}" for e in errs)
+            row["command"] = " ;; ".join(e["command"] for e in errs)
+            w.writerow(row)
+
+
+def write_plot(path: str, data: Dict[str, Any]) -> None:
+    """Per-module .text change against -Oz (percent), sorted; failed modules are left out."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ok = sorted((m for m in data["modules"] if m["ok"] and m["delta_pct"] is not None),
+                key=lambda m: m["delta_pct"])
+    vals = [m["delta_pct"] for m in ok]
+    t = data["total"]
+    fig, ax = plt.subplots(figsize=(max(6.0, min(16.0, 0.25 * len(vals) + 4)), 4.5))
+    colors = ["tab:green" if v < 0 else "tab:red" if v > 0 else "tab:gray" for v in vals]
+    ax.bar(range(len(vals)), vals, color=colors, width=0.9)
+    ax.axhline(0, color="black", linewidth=0.8)
+    if t["delta_pct"] is not None:
+        ax.axhline(t["delta_pct"], color="tab:blue", linestyle="--", linewidth=1,
+                   label=f"total {t['delta_pct']:+.2f}%")
+        ax.legend(loc="upper left")
+    ax.set_xlabel(f"module (sorted; {len(vals)} of {len(data['modules'])})")
+    ax.set_ylabel(".text change vs -Oz (%)")
+    ax.set_title(f"{os.path.basename(str(data['policy']))} vs -Oz: {t['oz_text']:,} -> {t['policy_text']:,} bytes")
+    if len(vals) <= 40:
+        ax.set_xticks(range(len(vals)))
+        ax.set_xticklabels([os.path.basename(m["module"]) for m in ok], rotation=60, ha="right", fontsize=7)
+    else:
+        ax.set_xticks([])
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    """Standalone: ``python -m mlbridge.cli.corpus_evaluate CORPUS --policy P`` (the
+    same as ``mlbridge corpus evaluate``), with the command's errors and exit codes."""
+    from . import _Parser
+    from . import main as cli_main
+    ap = _Parser(prog="mlbridge corpus")
+    sub = ap.add_subparsers(dest="corpus_cmd", required=True, parser_class=_Parser)
+    add_parser(sub)
+    return cli_main(["evaluate"] + list(sys.argv[1:] if argv is None else argv), parser=ap)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,328 @@
+"""Compile one corpus module under a policy and measure its ``.text`` bytes.
+
+The one primitive that scoring (``evaluate``) and training share. A module is
+compiled the way ml-compiler-opt compiles it: ``clang -cc1`` with the module's
+own recorded arguments, then ``-x ir MODULE.bc -o OUT.o`` (so exactly the
+production pipeline, e.g. ``-Oz``), with a few recorded flags dropped because
+they would write files elsewhere or embed the bitcode again (``cc1_args``).
+
+Policies (``Policy.parse``):
+  ``oz``                 no plugin: the module's own pipeline (its -Oz heuristic)
+  ``MODEL.onnx``         the mlbridge LLVM plugin runs the model in-process
+  ``python:MODULE:FN``   FN(observation) -> decision, answered in this process
+                         over the plugin's pipe runner (``run_compiler``)
+
+A module that fails (the compiler's exit code, a timeout, a plugin warning
+saying the policy was not used, an object we cannot read) is a result with
+``ok=False``, its reason and the command: never an exception, never a silent
+-Oz size standing in for the policy's.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import shlex
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
+
+from .elf import ElfError, text_size
+from .layout import CorpusError, Module
+
+#: A compile slower than this is reported as timed out.
+DEFAULT_TIMEOUT = 300.0
+#: The plugin's bound on each remote (pipe) decision, in ms.
+PIPE_DECISION_TIMEOUT_MS = 10000
+
+# Recorded cc1 flags that must not be replayed, with how many arguments follow.
+# -fembed-bitcode*: the recompile would embed the bitcode again (slower, bigger .o);
+# -o / input language: we give our own; dependency and split-dwarf files would be
+# written next to the original build's outputs; -fthinlto-index: added per corpus.
+_DROP_WITH_VALUE = {"-o", "-x", "-dependency-file", "-MT", "-MQ", "-split-dwarf-file", "-split-dwarf-output"}
+_DROP = {"-fembed-bitcode", "-fembed-bitcode-marker", "-emit-llvm", "-emit-llvm-bc", "-emit-llvm-only",
+         "-emit-codegen-only", "-S", "-emit-obj"}
+_DROP_PREFIX = ("-fembed-bitcode=", "-fthinlto-index=")
+_PLUGIN_ENV = "MLBRIDGE_LLVM_PLUGIN"
+
+
+class CompileSetupError(CorpusError):
+    """Something every compile needs is missing or wrong (clang, the plugin, the
+    policy): raised once, before any module is compiled."""
+
+
+@dataclass(frozen=True)
+class Policy:
+    """Who makes the inlining decisions."""
+    kind: str                                   # "oz", "onnx", "python"
+    spec: str                                   # as the user wrote it
+    model: Optional[str] = None                 # onnx: absolute path
+    fn: Optional[Callable[..., Any]] = None     # python: the policy function
+
+    @property
+    def uses_plugin(self) -> bool:
+        return self.kind != "oz"
+
+    @staticmethod
+    def parse(spec: str) -> "Policy":
+        """``oz``, ``PATH.onnx`` or ``python:MODULE:FN``; CompileSetupError otherwise."""
+        if spec == "oz":
+            return Policy("oz", spec)
+        if spec.startswith("python:"):
+            from ..cli.errors import UsageError, load_callable
+            try:
+                fn = load_callable(spec[len("python:"):], "--policy python:")
+            except UsageError as exc:
+                raise CompileSetupError(str(exc)) from None
+            if isinstance(fn, type):
+                fn = fn()   # a Model subclass: instantiate it, as `mlbridge serve` does
+            if not callable(fn):
+                raise CompileSetupError(f"--policy {spec}: not callable")
+            return Policy("python", spec, fn=fn)
+        if spec.endswith(".onnx"):
+            if not os.path.isfile(spec):
+                raise CompileSetupError(f"--policy {spec}: no such model file")
+            return Policy("onnx", spec, model=os.path.abspath(spec))
+        raise CompileSetupError(f"--policy {spec!r}: expected oz, MODEL.onnx or python:MODULE:FN")
+
+
+@dataclass(frozen=True)
+class Toolchain:
+    clang: str
+    plugin: Optional[str]
+    #: clang's --version first line: part of the baseline cache key
+    version: str
+
+    @staticmethod
+    def find(clang: Optional[str] = None, plugin: Optional[str] = None, *, need_plugin: bool = False,
+             timeout: float = 30.0) -> "Toolchain":
+        """clang: the argument, else $MLBRIDGE_LLVM_TOOLS_DIR/clang, else clang-19 on PATH.
+        plugin: the argument, else $MLBRIDGE_LLVM_PLUGIN, else build/libMLBridgeLLVM.so of
+        this source tree or the current folder."""
+        path = find_clang(clang)
+        try:
+            proc = subprocess.run([path, "--version"], stdin=subprocess.DEVNULL, capture_output=True,
+                                  timeout=timeout)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise CompileSetupError(f"cannot run {path} --version: {exc}") from None
+        if proc.returncode != 0:
+            raise CompileSetupError(f"{path} --version failed (exit {proc.returncode})")
+        version = proc.stdout.decode(errors="replace").splitlines()[0] if proc.stdout else path
+        found_plugin = find_plugin(plugin) if need_plugin else plugin
+        return Toolchain(path, found_plugin, version)
+
+
+def find_clang(clang: Optional[str] = None) -> str:
+    if clang:
+        found = shutil.which(clang)
+        if not found:
+            raise CompileSetupError(f"clang {clang!r} not found")
+        return found
+    tools = os.environ.get("MLBRIDGE_LLVM_TOOLS_DIR")
+    if tools and os.access(os.path.join(tools, "clang"), os.X_OK):
+        return os.path.join(tools, "clang")
+    found = shutil.which("clang-19")
+    if not found:
+        raise CompileSetupError("clang-19 not found on PATH (give --clang or set MLBRIDGE_LLVM_TOOLS_DIR)")
+    return found
+
+
+def find_plugin(plugin: Optional[str] = None) -> str:
+    """The mlbridge LLVM plugin: --plugin, $MLBRIDGE_LLVM_PLUGIN, or build/libMLBridgeLLVM.so."""
+    if plugin:
+        where = "--plugin"
+    elif os.environ.get(_PLUGIN_ENV):
+        plugin, where = os.environ[_PLUGIN_ENV], _PLUGIN_ENV
+    else:
+        here = os.path.dirname(os.path.abspath(__file__))
+        tree = os.path.dirname(os.path.dirname(os.path.dirname(here)))
+        for cand in (os.path.join(tree, "build", "libMLBridgeLLVM.so"), os.path.join("build", "libMLBridgeLLVM.so")):
+            if os.path.isfile(cand):
+                return os.path.abspath(cand)
+        raise CompileSetupError("the mlbridge LLVM plugin (libMLBridgeLLVM.so) was not found: build it "
+                                "(cmake --build build --target MLBridgeLLVM) and give --plugin or set "
+                                f"{_PLUGIN_ENV}")
+    if not os.path.isfile(plugin):
+        raise CompileSetupError(f"{where}: plugin {plugin} does not exist")
+    return os.path.abspath(plugin)
+
+
+def cc1_args(recorded: Sequence[str]) -> List[str]:
+    """The recorded cc1 arguments without the flags a recompile from IR must not
+    replay (see _DROP*), ending with -emit-obj. CorpusError if not a cc1 command."""
+    if not recorded or recorded[0] != "-cc1":
+        first = recorded[0] if recorded else "nothing"
+        raise CorpusError(f"the command does not start with -cc1 (starts with {first!r})")
+    out: List[str] = []
+    it = iter(recorded)
+    for a in it:
+        if a in _DROP_WITH_VALUE:
+            next(it, None)
+        elif a in _DROP or a.startswith(_DROP_PREFIX):
+            continue
+        else:
+            out.append(a)
+    out.append("-emit-obj")
+    return out
+
+
+def policy_args(policy: Policy, plugin: Optional[str]) -> List[str]:
+    """What loads the plugin and chooses the runner. cc1 spells the driver's
+    -fplugin as ``-load``: that makes the plugin's -mllvm options known before
+    clang parses them; ``-fpass-plugin=`` installs its passes."""
+    if not policy.uses_plugin:
+        return []
+    if not plugin:
+        raise CompileSetupError(f"policy {policy.spec} needs the mlbridge LLVM plugin")
+    args = ["-load", plugin, f"-fpass-plugin={plugin}"]
+    if policy.kind == "onnx":
+        opts = ["-mlbridge-inline-runner=onnx", f"-mlbridge-inline-model={policy.model}"]
+    else:
+        opts = ["-mlbridge-inline-runner=pipe", "-mlbridge-inline-channel={base}",
+                f"-mlbridge-inline-timeout-ms={PIPE_DECISION_TIMEOUT_MS}"]
+    for o in opts + ["-mlbridge-inline-stats"]:
+        args += ["-mllvm", o]
+    return args
+
+
+@dataclass
+class CompileResult:
+    """One module compiled under one policy."""
+    module: str
+    ok: bool
+    text_bytes: Optional[int] = None
+    seconds: float = 0.0
+    #: the command as run (a shell line), for reports and reproduction
+    command: str = ""
+    error: Optional[str] = None
+    #: decisions the model made (plugin policies; None for oz)
+    decisions: Optional[int] = None
+    timed_out: bool = False
+    stderr: str = ""
+
+    def as_dict(self) -> Dict[str, Any]:
+        return {k: getattr(self, k) for k in ("module", "ok", "text_bytes", "seconds", "command", "error",
+                                               "decisions", "timed_out")}
+
+
+@dataclass
+class CompileOptions:
+    """How every module of a run is compiled. ``extra_args``/``extra_env``
+    return per-module additions (e.g. a training log's path): the hook for
+    ``evaluate --log``."""
+    timeout: float = DEFAULT_TIMEOUT
+    thinlto: bool = False
+    extra_args: Optional[Callable[[Module], Sequence[str]]] = None
+    extra_env: Optional[Callable[[Module], Mapping[str, str]]] = None
+    keep_objects: bool = False
+    environ: Dict[str, str] = field(default_factory=lambda: {k: v for k, v in os.environ.items()
+                                                             if not k.startswith("MLBRIDGE_INLINE_")})
+
+
+def command_for(module: Module, policy: Policy, out: str, toolchain: Toolchain,
+                options: Optional[CompileOptions] = None) -> List[str]:
+    """The full clang command that compiles `module` under `policy` into `out`."""
+    options = options or CompileOptions()
+    cmd = [toolchain.clang] + cc1_args(module.command()) + ["-x", "ir", os.path.abspath(module.bc)]
+    if options.thinlto:
+        cmd += [f"-fthinlto-index={os.path.abspath(module.thinlto_index)}", "-mllvm", "-thinlto-assume-merged"]
+    cmd += policy_args(policy, toolchain.plugin)
+    if options.extra_args is not None:
+        cmd += list(options.extra_args(module))
+    return cmd + ["-o", out]
+
+
+def compile_module(module: Module, policy: Policy, out_dir: str, toolchain: Toolchain,
+                   options: Optional[CompileOptions] = None, *, tag: str = "") -> CompileResult:
+    """Compiles `module` under `policy` into OUT_DIR/<hash>.<tag>.o, measures its
+    .text bytes and removes the object (unless options.keep_objects)."""
+    options = options or CompileOptions()
+    key = hashlib.sha1(module.name.encode()).hexdigest()[:16]
+    out = os.path.join(out_dir, f"{os.path.basename(module.name)[:40]}.{key}{'.' + tag if tag else ''}.o")
+    res = CompileResult(module.name, ok=False)
+    try:
+        cmd = command_for(module, policy, out, toolchain, options)
+    except (CorpusError, OSError) as exc:
+        res.error = f"cannot read the module's command: {exc}"
+        res.command = f"(command of {module.name})"
+        return res
+    env = dict(options.environ)
+    if options.extra_env is not None:
+        env.update(options.extra_env(module))
+    res.command = shlex.join(cmd)
+    start = time.monotonic()
+    try:
+        if policy.kind == "python":
+            from ..transport.supervise import run_compiler
+            try:
+                r = run_compiler(cmd, policy.fn, timeout=options.timeout, env=env, cwd=out_dir)
+            except Exception as exc:   # the policy raised: the compiler was killed
+                res.error = f"the Python policy failed: {type(exc).__name__}: {exc}"
+                r = getattr(exc, "result", None)
+                res.stderr = r.stderr.decode(errors="replace") if r is not None else ""
+                return res
+            # run_compiler ran the command with {base} replaced: show what ran
+            rc, stderr, res.timed_out = r.returncode, r.stderr.decode(errors="replace"), r.timed_out
+        else:
+            try:
+                p = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, timeout=options.timeout,
+                                   env=env, cwd=out_dir)
+                rc, stderr = p.returncode, p.stderr.decode(errors="replace")
+            except subprocess.TimeoutExpired as exc:
+                rc, res.timed_out = None, True
+                stderr = (exc.stderr or b"").decode(errors="replace") if isinstance(exc.stderr, bytes) else ""
+        res.seconds = time.monotonic() - start
+        res.stderr = stderr
+        if res.timed_out:
+            res.error = f"timed out after {options.timeout:g} s"
+            return res
+        if rc != 0:
+            res.error = f"clang exited with {rc}: {_last_lines(stderr)}"
+            return res
+        warning = next((ln for ln in stderr.splitlines() if ln.startswith("mlbridge: warning:")), None)
+        if warning is not None:
+            # The plugin fell back to the stock inliner: the size is not the policy's.
+            res.error = f"the policy was not used: {warning[len('mlbridge: warning: '):]}"
+            return res
+        if policy.uses_plugin:
+            res.decisions = _decisions(stderr)
+            if res.decisions is None:
+                res.error = "the plugin did not report its inliner (was the module's pipeline without an inliner?)"
+                return res
+        try:
+            res.text_bytes = text_size(out)
+        except (ElfError, OSError) as exc:
+            res.error = f"cannot measure the object: {exc}"
+            return res
+        res.ok = True
+        return res
+    except OSError as exc:
+        res.error = f"cannot run {cmd[0]}: {exc}"
+        return res
+    finally:
+        if not res.seconds:
+            res.seconds = time.monotonic() - start
+        if not options.keep_objects:
+            try:
+                os.unlink(out)
+            except OSError:
+                pass
+
+
+def _decisions(stderr: str) -> Optional[int]:
+    """Sum of `mlbridge: inliner: N model decisions, ...` lines (one per inliner run)."""
+    total, seen = 0, False
+    for ln in stderr.splitlines():
+        if ln.startswith("mlbridge: inliner: "):
+            try:
+                total += int(ln.split()[2])
+                seen = True
+            except (IndexError, ValueError):
+                continue
+    return total if seen else None
+
+
+def _last_lines(text: str, n: int = 3) -> str:
+    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
+    return " | ".join(lines[-n:]) if lines else "(no output)"

@@ -1,0 +1,216 @@
+"""Score a policy on a corpus: every module compiled under the policy and under
+its own -Oz pipeline (the baseline: the same command, no plugin), in parallel;
+``.text`` bytes per module and in total.
+
+Baseline sizes are cached (``BaselineCache``) by what determines them: the
+module's bitcode, its recompile command and the clang version; so scoring a
+second policy on the same corpus compiles each module once.
+"""
+from __future__ import annotations
+
+import concurrent.futures as cf
+import dataclasses
+import hashlib
+import os
+import tempfile
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional
+
+from .compile import CompileOptions, CompileResult, Policy, Toolchain, cc1_args, compile_module
+from .layout import Corpus, CorpusError, Module
+
+OZ = Policy("oz", "oz")
+_CACHE_FORMAT = "1"   # bump when what a cached size means changes
+
+
+def default_cache_dir() -> str:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "mlbridge", "oz-text")
+
+
+class BaselineCache:
+    """-Oz .text sizes on disk, one small file per key (safe under parallel
+    writers: each write is a rename)."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+
+    @staticmethod
+    def key(module: Module, toolchain: Toolchain, thinlto: bool) -> str:
+        h = hashlib.sha256()
+        for part in (_CACHE_FORMAT, toolchain.version, os.path.realpath(toolchain.clang), str(thinlto)):
+            h.update(part.encode() + b"\0")
+        h.update("\0".join(cc1_args(module.command())).encode() + b"\0\0")
+        with open(module.bc, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                h.update(chunk)
+        if thinlto:
+            with open(module.thinlto_index, "rb") as f:
+                h.update(f.read())
+        return h.hexdigest()
+
+    def _path(self, key: str) -> str:
+        return os.path.join(self.root, key[:2], key)
+
+    def get(self, key: str) -> Optional[int]:
+        try:
+            with open(self._path(key), "rb") as f:
+                text = f.read(32)
+        except OSError:
+            return None
+        try:
+            value = int(text.decode("ascii").strip())
+        except (UnicodeDecodeError, ValueError):
+            return None   # a damaged entry is a miss, and is rewritten
+        return value if value >= 0 else None
+
+    def put(self, key: str, text_bytes: int) -> None:
+        path = self._path(key)
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-")
+            with os.fdopen(fd, "w") as f:
+                f.write(f"{text_bytes}\n")
+            os.replace(tmp, path)
+        except OSError:
+            pass   # a cache that cannot be written only costs time
+
+
+@dataclass
+class ModuleScore:
+    module: str
+    baseline: CompileResult
+    policy: CompileResult
+    baseline_cached: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.baseline.ok and self.policy.ok
+
+    @property
+    def delta(self) -> Optional[int]:
+        if not self.ok:
+            return None
+        return int(self.policy.text_bytes) - int(self.baseline.text_bytes)  # type: ignore[arg-type]
+
+    @property
+    def failures(self) -> List[CompileResult]:
+        seen: List[CompileResult] = []
+        for r in (self.baseline, self.policy):
+            if not r.ok and all(r is not s for s in seen):
+                seen.append(r)
+        return seen
+
+    def as_dict(self) -> Dict[str, Any]:
+        d: Dict[str, Any] = {
+            "module": self.module, "ok": self.ok,
+            "oz_text": self.baseline.text_bytes, "policy_text": self.policy.text_bytes,
+            "delta": self.delta, "delta_pct": _pct(self.delta, self.baseline.text_bytes),
+            "oz_seconds": None if self.baseline_cached else round(self.baseline.seconds, 4),
+            "policy_seconds": round(self.policy.seconds, 4), "decisions": self.policy.decisions,
+            "oz_cached": self.baseline_cached,
+        }
+        if not self.ok:
+            d["errors"] = [{"run": "oz" if r is self.baseline else "policy", "error": r.error,
+                            "command": r.command, "timed_out": r.timed_out} for r in self.failures]
+        return d
+
+
+@dataclass
+class Evaluation:
+    corpus: str
+    policy: str
+    clang: str
+    jobs: int
+    scores: List[ModuleScore] = field(default_factory=list)
+    wall_seconds: float = 0.0
+
+    @property
+    def failed(self) -> List[ModuleScore]:
+        return [s for s in self.scores if not s.ok]
+
+    def totals(self) -> Dict[str, Any]:
+        ok = [s for s in self.scores if s.ok]
+        oz = sum(int(s.baseline.text_bytes) for s in ok)  # type: ignore[arg-type]
+        pol = sum(int(s.policy.text_bytes) for s in ok)  # type: ignore[arg-type]
+        return {"modules": len(self.scores), "ok": len(ok), "failed": len(self.scores) - len(ok),
+                "oz_text": oz, "policy_text": pol, "delta": pol - oz, "delta_pct": _pct(pol - oz, oz),
+                "smaller": sum(1 for s in ok if (s.delta or 0) < 0),
+                "larger": sum(1 for s in ok if (s.delta or 0) > 0),
+                "decisions": sum(s.policy.decisions or 0 for s in ok)}
+
+    def as_dict(self) -> Dict[str, Any]:
+        return {"corpus": self.corpus, "policy": self.policy, "clang": self.clang, "jobs": self.jobs,
+                "wall_seconds": round(self.wall_seconds, 3), "total": self.totals(),
+                "modules": [s.as_dict() for s in self.scores]}
+
+
+def _pct(delta: Optional[int], base: Optional[int]) -> Optional[float]:
+    if delta is None or not base:
+        return None
+    return round(100.0 * delta / base, 3)
+
+
+def evaluate(corpus: Corpus, policy: Policy, toolchain: Toolchain, *, jobs: Optional[int] = None,
+             options: Optional[CompileOptions] = None, cache: Optional[BaselineCache] = None,
+             on_done: Optional[Callable[[ModuleScore], None]] = None) -> Evaluation:
+    """Compiles every module under `policy` and -Oz with `jobs` parallel compiles
+    (default: all cores). `options.extra_args`/`extra_env` apply to the policy's
+    compiles only (the baseline is plain -Oz). `on_done` is called, in the
+    calling thread, as each module finishes (progress)."""
+    jobs = max(1, jobs or os.cpu_count() or 1)
+    options = options or CompileOptions(thinlto=corpus.has_thinlto)
+    base_opts = dataclasses.replace(options, extra_args=None, extra_env=None)
+    result = Evaluation(corpus.root, policy.spec, toolchain.version, jobs)
+    start = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="mlbridge-eval-") as work, \
+            cf.ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="mlbridge-eval") as pool:
+        def one(module: Module) -> ModuleScore:
+            return _score(module, policy, work, toolchain, options, base_opts, cache)
+
+        futures = [pool.submit(one, m) for m in corpus.modules]
+        try:
+            for fut in cf.as_completed(futures):
+                score = fut.result()
+                if on_done is not None:
+                    on_done(score)
+        except BaseException:
+            for f in futures:
+                f.cancel()
+            raise
+        by_name = {}
+        for f in futures:
+            s = f.result()
+            by_name[s.module] = s
+    result.scores = [by_name[m.name] for m in corpus.modules]
+    result.wall_seconds = time.monotonic() - start
+    return result
+
+
+def _score(module: Module, policy: Policy, work: str, toolchain: Toolchain, options: CompileOptions,
+           base_opts: CompileOptions, cache: Optional[BaselineCache]) -> ModuleScore:
+    key = None
+    cached: Optional[int] = None
+    if cache is not None:
+        try:
+            key = BaselineCache.key(module, toolchain, base_opts.thinlto)
+            cached = cache.get(key)
+        except (OSError, CorpusError):
+            key = None   # the compile reports what is wrong with the module
+    if policy.kind == "oz":
+        if cached is not None:
+            r = CompileResult(module.name, ok=True, text_bytes=cached, command="(cached)")
+            return ModuleScore(module.name, r, r, baseline_cached=True)
+        r = compile_module(module, OZ, work, toolchain, options, tag="oz")
+        if r.ok and key is not None:
+            cache.put(key, int(r.text_bytes))  # type: ignore[union-attr, arg-type]
+        return ModuleScore(module.name, r, r)
+    pol = compile_module(module, policy, work, toolchain, options, tag="policy")
+    if cached is not None:
+        base = CompileResult(module.name, ok=True, text_bytes=cached, command="(cached)")
+        return ModuleScore(module.name, base, pol, baseline_cached=True)
+    base = compile_module(module, OZ, work, toolchain, base_opts, tag="oz")
+    if base.ok and key is not None:
+        cache.put(key, int(base.text_bytes))  # type: ignore[union-attr, arg-type]
+    return ModuleScore(module.name, base, pol)

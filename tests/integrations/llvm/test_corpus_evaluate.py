@@ -1,0 +1,116 @@
+"""mlbridge corpus evaluate with the plugin: ONNX policies in-process and Python
+policies over pipes change the sizes the way the same policy does, and every
+way the policy can fail to be used is a reported failure, not an -Oz size."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import PLUGIN, ROOT, model
+
+sys.path.insert(0, os.path.join(ROOT, "tests", "python", "helpers"))
+import mini_corpus  # noqa: E402
+
+from mlbridge.corpus import layout  # noqa: E402
+from mlbridge.corpus.compile import Policy, Toolchain  # noqa: E402
+from mlbridge.corpus.evaluate import evaluate  # noqa: E402
+
+POLICIES = '''
+import numpy as np
+
+def callee_bb_le_3(obs):           # the policy of models/callee_bb_le_3.onnx
+    return np.array([obs["callee_basic_block_count"][0] <= 3], dtype=np.int64)
+
+def broken(obs):
+    raise RuntimeError("policy bug")
+'''
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> str:
+    return mini_corpus.make_corpus(str(tmp_path_factory.mktemp("c") / "corpus"))
+
+
+def cli(*args: str, cwd=None) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+    return subprocess.run([sys.executable, "-m", "mlbridge.cli.corpus_evaluate", *args, "--plugin", PLUGIN,
+                           "--no-cache", "-q", "--json"], capture_output=True, text=True, timeout=600, cwd=cwd,
+                          env=env, stdin=subprocess.DEVNULL)
+
+
+def sizes(data):
+    return {m["module"]: m["policy_text"] for m in data["modules"]}
+
+
+@pytest.fixture(scope="module")
+def oz(corpus):
+    return {s.module: s.baseline.text_bytes
+            for s in evaluate(layout.load(corpus), Policy.parse("oz"), Toolchain.find(), jobs=2).scores}
+
+
+@pytest.mark.parametrize("name", ["never", "always"])
+def test_onnx_policy_changes_sizes(corpus, oz, name):
+    p = cli(corpus, "--policy", model(f"{name}.onnx"))
+    assert p.returncode == 0, p.stderr
+    data = json.loads(p.stdout)
+    assert {m["module"]: m["oz_text"] for m in data["modules"]} == oz
+    assert data["total"]["policy_text"] != data["total"]["oz_text"]
+    assert all(m["decisions"] is not None for m in data["modules"])
+    if name == "never":   # -Oz needs inlining: never inlining makes every module bigger
+        assert all(m["delta"] > 0 for m in data["modules"])
+
+
+def test_python_policy_equals_the_same_policy_in_onnx(corpus, tmp_path):
+    (tmp_path / "policies_q.py").write_text(POLICIES)
+    onnx = json.loads(cli(corpus, "--policy", model("callee_bb_le_3.onnx")).stdout)
+    p = cli(corpus, "--policy", "python:policies_q:callee_bb_le_3", cwd=str(tmp_path))
+    assert p.returncode == 0, p.stderr
+    py = json.loads(p.stdout)
+    assert sizes(py) == sizes(onnx)
+    assert [m["decisions"] for m in py["modules"]] == [m["decisions"] for m in onnx["modules"]]
+    assert py["total"]["decisions"] > 0
+
+
+def test_bad_model_is_a_failure_not_an_oz_size(corpus, tmp_path):
+    bad = tmp_path / "garbage.onnx"
+    bad.write_bytes(b"\x08\x07 this is not a model")
+    p = cli(corpus, "--policy", str(bad))
+    assert p.returncode == 1 and "Traceback" not in p.stderr
+    data = json.loads(p.stdout)
+    assert data["total"]["ok"] == 0
+    e = data["modules"][0]["errors"][0]
+    assert e["run"] == "policy" and e["error"].startswith("the policy was not used: ")
+    assert f"-mlbridge-inline-model={bad}" in e["command"] and f"-fpass-plugin={PLUGIN}" in e["command"]
+    assert "command: " in p.stderr
+
+
+def test_policy_with_wrong_output_dtype_is_a_failure(corpus):
+    p = cli(corpus, "--policy", model("wrong_dtype.onnx"))
+    assert p.returncode == 1
+    assert "the policy was not used: " in p.stderr and "inlining_decision" in p.stderr
+
+
+def test_python_policy_that_raises_is_reported(corpus, tmp_path):
+    (tmp_path / "policies_q.py").write_text(POLICIES)
+    p = cli(corpus, "--policy", "python:policies_q:broken", cwd=str(tmp_path))
+    assert p.returncode == 1 and "Traceback" not in p.stderr
+    data = json.loads(p.stdout)
+    assert data["total"]["ok"] == 0
+    assert "policy bug" in p.stderr and "-mlbridge-inline-runner=pipe" in p.stderr
+
+
+def test_recorded_command_replays_by_hand(corpus, tmp_path):
+    """The command shown for a module is the one that ran: run it again by hand
+    and get the same .text."""
+    from mlbridge.corpus.elf import text_size
+    data = json.loads(cli(corpus, "--policy", model("always.onnx")).stdout)
+    m = layout.load(corpus).modules[0]
+    from mlbridge.corpus.compile import command_for
+    out = str(tmp_path / "x.o")
+    cmd = command_for(m, Policy.parse(model("always.onnx")), out, Toolchain.find(plugin=PLUGIN, need_plugin=True))
+    subprocess.run(cmd, check=True, capture_output=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert text_size(out) == sizes(data)[m.name]
