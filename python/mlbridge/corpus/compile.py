@@ -167,15 +167,20 @@ def cc1_args(recorded: Sequence[str]) -> List[str]:
     return out
 
 
+def plugin_args(plugin: str) -> List[str]:
+    """What loads the plugin into ``clang -cc1``. cc1 spells the driver's -fplugin as
+    ``-load``: that makes the plugin's -mllvm options known before clang parses
+    them; ``-fpass-plugin=`` installs its passes."""
+    return ["-load", plugin, f"-fpass-plugin={plugin}"]
+
+
 def policy_args(policy: Policy, plugin: Optional[str]) -> List[str]:
-    """What loads the plugin and chooses the runner. cc1 spells the driver's
-    -fplugin as ``-load``: that makes the plugin's -mllvm options known before
-    clang parses them; ``-fpass-plugin=`` installs its passes."""
+    """What loads the plugin (plugin_args) and chooses the runner."""
     if not policy.uses_plugin:
         return []
     if not plugin:
         raise CompileSetupError(f"policy {policy.spec} needs the mlbridge LLVM plugin")
-    args = ["-load", plugin, f"-fpass-plugin={plugin}"]
+    args = plugin_args(plugin)
     if policy.kind == "onnx":
         opts = ["-mlbridge-inline-runner=onnx", f"-mlbridge-inline-model={policy.model}"]
     else:

@@ -188,6 +188,16 @@ def evaluate(corpus: Corpus, policy: Policy, toolchain: Toolchain, *, jobs: Opti
     return result
 
 
+def oz_sizes(corpus: Corpus, toolchain: Toolchain, *, jobs: Optional[int] = None,
+             cache: Optional[BaselineCache] = None,
+             on_done: Optional[Callable[[ModuleScore], None]] = None) -> Dict[str, int]:
+    """-Oz .text bytes per module (cached in the user's cache by default); modules
+    that fail to compile are left out (``evaluate(corpus, OZ, ...)`` says why)."""
+    ev = evaluate(corpus, OZ, toolchain, jobs=jobs, cache=cache or BaselineCache(default_cache_dir()),
+                  on_done=on_done)
+    return {s.module: int(s.baseline.text_bytes) for s in ev.scores if s.ok and s.baseline.text_bytes}
+
+
 def _score(module: Module, policy: Policy, work: str, toolchain: Toolchain, options: CompileOptions,
            base_opts: CompileOptions, cache: Optional[BaselineCache]) -> ModuleScore:
     key = None

@@ -1,0 +1,185 @@
+"""``mlbridge train``: train an inlining-for-size policy on corpora, where it is
+deployed (clang-19 with each module's own command and the mlbridge plugin).
+
+    mlbridge train run CORPUS... -o RUN [--algo es|ppo] [--init oz|zero|POLICY.json] [--hidden 16]
+                       [--steps N] [--minutes M] [--modules-per-step K] [-j N]
+    mlbridge train report RUN [--eval CORPUS...] [--train CORPUS...]
+
+``run`` resumes when RUN already holds a checkpoint (state.json). ``--init oz``
+starts from behavioral cloning of the -Oz heuristic's decisions (its training
+logs, docs/training-logs.md). See docs/training.md.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any, Dict, List, Sequence
+
+from .errors import UsageError
+from .progress import Progress
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    t = sub.add_parser("train", help="train an inlining-for-size policy on corpora", description=__doc__,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    ts = t.add_subparsers(dest="train_cmd", required=True, metavar="STEP")
+    r = ts.add_parser("run", help="train (or resume) a policy")
+    r.add_argument("corpora", nargs="+", help="corpus folders (corpus_description.json)")
+    r.add_argument("-o", "--out", required=True, help="run folder: checkpoints, policy, TensorBoard, report")
+    r.add_argument("--algo", choices=["es", "ppo"], default="es")
+    r.add_argument("--init", default="oz", help="oz (imitate -Oz), zero, or a POLICY.json to start from")
+    r.add_argument("--hidden", default="16", help="hidden layer sizes, e.g. 16 or 32,16; 0 for a linear policy")
+    r.add_argument("--steps", type=int, default=1000, help="stop after this many steps (generations / batches)")
+    r.add_argument("--minutes", type=float, default=None, help="stop after this much training time (resumable)")
+    r.add_argument("--modules-per-step", type=int, default=16)
+    r.add_argument("--pairs", type=int, default=8, help="es: antithetic pairs per generation")
+    r.add_argument("--sigma", type=float, default=0.05, help="es: perturbation scale")
+    r.add_argument("--lr", type=float, default=0.02, help="es: Adam step size")
+    r.add_argument("--eval-every", type=int, default=10, help="steps between greedy checks on all training modules")
+    r.add_argument("-j", "--jobs", type=int, default=0, help="parallel compiles (default: all cores)")
+    r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--timeout", type=float, default=120.0, help="per compile, seconds")
+    r.add_argument("--clang", default=None)
+    r.add_argument("--plugin", default=None, help="libMLBridgeLLVM.so (default: $MLBRIDGE_LLVM_PLUGIN or build/)")
+    r.add_argument("--quiet", action="store_true")
+    r.add_argument("--json", action="store_true", help="print the run's summary as JSON")
+    r.set_defaults(run=run_train)
+    p = ts.add_parser("report", help="write RUN/report.md with plots; score the policy on corpora")
+    p.add_argument("run_dir")
+    p.add_argument("--train", nargs="*", default=[], help="training corpora to score the policy on")
+    p.add_argument("--eval", nargs="*", default=[], help="evaluation-only corpora to score the policy on")
+    p.add_argument("-j", "--jobs", type=int, default=0)
+    p.add_argument("--clang", default=None)
+    p.add_argument("--plugin", default=None)
+    p.add_argument("--quiet", action="store_true")
+    p.set_defaults(run=run_report)
+
+
+def _hidden(text: str) -> tuple:
+    try:
+        sizes = tuple(int(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise UsageError(f"--hidden {text!r}: expected sizes like 16 or 32,16") from None
+    if any(s < 0 for s in sizes):
+        raise UsageError("--hidden sizes must be positive")
+    return tuple(s for s in sizes if s > 0)
+
+
+def _load_corpora(paths: Sequence[str]) -> List[Any]:
+    from ..corpus.layout import CorpusError, load
+    out = []
+    for p in paths:
+        try:
+            out.append(load(p))
+        except CorpusError as exc:
+            raise UsageError(str(exc)) from None
+    return out
+
+
+def _project(corpus: Any) -> str:
+    return os.path.basename(os.path.normpath(corpus.root))
+
+
+def run_train(args: argparse.Namespace) -> int:
+    from ..corpus.compile import CompileSetupError, Toolchain
+    from ..corpus.evaluate import oz_sizes
+    from ..llvm.inliner_features import FEATURES
+    from ..train.policy import MLPPolicy
+    from ..train.size_trainer import SizeTrainer, TrainConfig, corpus_modules
+
+    corpora = _load_corpora(args.corpora)
+    try:
+        tc = Toolchain.find(args.clang, args.plugin, need_plugin=True)
+    except CompileSetupError as exc:
+        raise UsageError(str(exc)) from None
+    cfg = TrainConfig(algo=args.algo, hidden=_hidden(args.hidden), modules_per_step=args.modules_per_step,
+                      jobs=args.jobs, seed=args.seed, pairs=args.pairs, sigma=args.sigma, lr=args.lr,
+                      steps=args.steps, budget_s=None if args.minutes is None else 60 * args.minutes,
+                      eval_every=args.eval_every, timeout=args.timeout)
+    modules = corpus_modules(corpora)
+    with Progress(len(modules), "-Oz baseline", quiet=args.quiet, unit="module") as bar:
+        baseline = {}
+        for c in corpora:
+            baseline.update(oz_sizes(c, tc, jobs=args.jobs or None, on_done=lambda _: bar.update(1)))
+    init = None
+    if not os.path.exists(os.path.join(args.out, "state.json")):
+        if args.init == "zero":
+            init = MLPPolicy(list(FEATURES), cfg.hidden, seed=args.seed)
+        elif args.init == "oz":
+            from ..train.imitation import fit_imitation
+            from ..train.oz_teacher import collect_oz_decisions
+            with Progress(len(modules), "imitating -Oz", quiet=args.quiet, unit="module") as bar:
+                raw, labels = collect_oz_decisions(modules, tc, jobs=args.jobs or None,
+                                                   on_done=lambda _: bar.update(1))
+            if len(labels) == 0:
+                raise UsageError("the corpora gave no inlining decision to imitate")
+            init = MLPPolicy(list(FEATURES), cfg.hidden, seed=args.seed)
+            fit = fit_imitation(init, raw, labels)
+            if not args.quiet:
+                print(f"imitation of -Oz: {int(fit['samples'])} decisions, accuracy {fit['accuracy']:.3f}",
+                      file=sys.stderr)
+            os.makedirs(args.out, exist_ok=True)
+            init.save(os.path.join(args.out, "init.json"))
+        else:
+            try:
+                init = MLPPolicy.load(args.init)
+            except (OSError, ValueError, KeyError) as exc:
+                raise UsageError(f"--init {args.init}: not a policy file ({exc})") from None
+    bar = Progress(cfg.steps, f"train ({cfg.algo})", quiet=args.quiet, unit="step")
+
+    def progress(rec: Any) -> None:
+        bar.update(1, postfix=f"reward {100 * rec.reward:+.2f}% {rec.compiles_per_s:.1f} compiles/s")
+
+    trainer = SizeTrainer(args.out, modules, baseline, tc, cfg, init, progress=progress)
+    bar.n = trainer.step
+    try:
+        summary = trainer.run()
+    finally:
+        bar.close()
+    summary["policy"] = os.path.join(args.out, "policy.onnx")
+    if args.json:
+        print(json.dumps(summary))
+    elif not args.quiet:
+        print(f"{summary['steps']} steps, {summary['compiles']} compiles in {summary['elapsed_s']:.0f} s; "
+              f"best on the training set: {100 * summary['best_train_total_reward']:+.2f}% .text vs -Oz; "
+              f"policy: {summary['policy']}")
+    return 0
+
+
+def run_report(args: argparse.Namespace) -> int:
+    from ..corpus.compile import CompileSetupError, Policy, Toolchain
+    from ..corpus.evaluate import BaselineCache, default_cache_dir, evaluate
+    from ..train.report import write_report
+    from ..train.size_trainer import read_history
+
+    model = os.path.join(args.run_dir, "policy.onnx")
+    if not os.path.exists(model):
+        raise UsageError(f"{args.run_dir}: no policy.onnx (has the run evaluated a policy yet?)")
+    history = read_history(args.run_dir)
+    results: Dict[str, Dict[str, Dict[str, int]]] = {}
+    splits: Dict[str, str] = {}
+    corpora = [(c, "train") for c in _load_corpora(args.train)] + [(c, "eval") for c in _load_corpora(args.eval)]
+    if corpora:
+        try:
+            tc = Toolchain.find(args.clang, args.plugin, need_plugin=True)
+        except CompileSetupError as exc:
+            raise UsageError(str(exc)) from None
+        pol = Policy("onnx", model, model=os.path.abspath(model))
+        total = sum(len(c) for c, _ in corpora)
+        with Progress(total, "scoring", quiet=args.quiet, unit="module") as bar:
+            for c, split in corpora:
+                ev = evaluate(c, pol, tc, jobs=args.jobs or None, cache=BaselineCache(default_cache_dir()),
+                              on_done=lambda _: bar.update(1))
+                name = _project(c)
+                splits[name] = split
+                results[name] = {s.module: {"oz": s.baseline.text_bytes, "policy": s.policy.text_bytes}
+                                 for s in ev.scores if s.ok}
+    summary: Dict[str, Any] = {"run": os.path.abspath(args.run_dir), "steps": len(history)}
+    if history:
+        summary["wall (s)"] = round(history[-1].get("wall_s", 0.0))
+        summary["compiles"] = sum(h.get("compiles", 0) for h in history)
+    path = write_report(args.run_dir, history=history, summary=summary, results=results, splits=splits)
+    print(path)
+    return 0
