@@ -3,7 +3,7 @@
 workers reached over gRPC.
 
     compiler worker (any machine)          Ray cluster
-    python -m mlbridge.training worker     RolloutWorker actor --gRPC--> one compiler worker
+    mlbridge worker                        RolloutWorker actor --gRPC--> one compiler worker
       stock opt-19 per episode, pipes      ...
       EnvironmentService + outcome         learner (this script): ES over LinearPolicy
 
