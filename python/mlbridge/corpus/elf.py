@@ -1,0 +1,112 @@
+"""Reads named sections out of an ELF object (``.llvmbc``, ``.llvmcmd``) without
+llvm-objcopy: a few header reads and one read per section, so extraction costs
+little more than copying the bytes.
+
+The object is untrusted: every offset and count is checked against the file size
+and fixed limits before it is used; anything malformed is an ElfError naming what.
+"""
+from __future__ import annotations
+
+import os
+import struct
+from typing import BinaryIO, Dict, Iterable, Optional
+
+from ..core.errors import MLBridgeError
+
+ELF_MAGIC = b"\x7fELF"
+SHT_NOBITS = 8
+SHF_COMPRESSED = 0x800
+SHN_XINDEX = 0xFFFF
+#: more sections than this is not an object we want to parse
+MAX_SECTIONS = 1 << 20
+#: the section-name string table is read whole; bound it
+MAX_SHSTRTAB = 64 << 20
+
+
+class ElfError(MLBridgeError):
+    """Not an ELF file, or a malformed one (the message says what)."""
+
+
+def is_elf(path: str) -> bool:
+    with open(path, "rb") as f:
+        return f.read(4) == ELF_MAGIC
+
+
+def _read_at(f: BinaryIO, offset: int, size: int, file_size: int, what: str) -> bytes:
+    if offset < 0 or size < 0 or offset > file_size or size > file_size - offset:
+        raise ElfError(f"{what} at offset {offset} size {size} is outside the file ({file_size} bytes)")
+    f.seek(offset)
+    data = f.read(size)
+    if len(data) != size:
+        raise ElfError(f"{what}: short read")
+    return data
+
+
+def read_sections(path: str, names: Iterable[str]) -> Dict[str, Optional[bytes]]:
+    """The contents of the named sections (None for a section the object lacks)."""
+    wanted = {n.encode("utf-8"): n for n in names}
+    out: Dict[str, Optional[bytes]] = {n: None for n in wanted.values()}
+    with open(path, "rb") as f:
+        file_size = os.fstat(f.fileno()).st_size
+        ident = f.read(16)
+        if len(ident) < 16 or ident[:4] != ELF_MAGIC:
+            raise ElfError("not an ELF file")
+        cls, data_enc = ident[4], ident[5]
+        if cls not in (1, 2) or data_enc not in (1, 2):
+            raise ElfError(f"unknown ELF class {cls} / data encoding {data_enc}")
+        end = "<" if data_enc == 1 else ">"
+        is64 = cls == 2
+        if is64:
+            hdr = _read_at(f, 0, 64, file_size, "ELF header")
+            shoff, = struct.unpack_from(end + "Q", hdr, 0x28)
+            shentsize, shnum, shstrndx = struct.unpack_from(end + "HHH", hdr, 0x3A)
+            sh_fmt, sh_size = end + "IIQQQQIIQQ", 64
+        else:
+            hdr = _read_at(f, 0, 52, file_size, "ELF header")
+            shoff, = struct.unpack_from(end + "I", hdr, 0x20)
+            shentsize, shnum, shstrndx = struct.unpack_from(end + "HHH", hdr, 0x2E)
+            sh_fmt, sh_size = end + "IIIIIIIIII", 40
+        if shoff == 0:
+            return out                      # no section table: no sections
+        if shentsize < sh_size:
+            raise ElfError(f"section header entry size {shentsize} < {sh_size}")
+
+        def header(i: int) -> tuple:
+            raw = _read_at(f, shoff + i * shentsize, sh_size, file_size, f"section header {i}")
+            # (name, type, flags, addr, offset, size, link, info, align, entsize)
+            return struct.unpack(sh_fmt, raw)
+
+        if shnum == 0 or shstrndx == SHN_XINDEX:
+            first = header(0)               # extended numbering lives in section 0
+            if shnum == 0:
+                shnum = first[5]
+            if shstrndx == SHN_XINDEX:
+                shstrndx = first[6]
+        if shnum > MAX_SECTIONS:
+            raise ElfError(f"{shnum} sections (limit {MAX_SECTIONS})")
+        if shnum * shentsize > file_size:
+            raise ElfError(f"{shnum} section headers do not fit in the file")
+        if shstrndx >= shnum:
+            raise ElfError(f"section name table index {shstrndx} >= {shnum} sections")
+        table = _read_at(f, shoff, shnum * shentsize, file_size, "section header table")
+        headers = [struct.unpack_from(sh_fmt, table, i * shentsize) for i in range(shnum)]
+        strtab_hdr = headers[shstrndx]
+        if strtab_hdr[5] > MAX_SHSTRTAB:
+            raise ElfError(f"section name table of {strtab_hdr[5]} bytes (limit {MAX_SHSTRTAB})")
+        strtab = _read_at(f, strtab_hdr[4], strtab_hdr[5], file_size, "section name table")
+        for h in headers:
+            name_off = h[0]
+            if name_off >= len(strtab):
+                continue                    # a nameless or corrupt entry is not one we want
+            stop = strtab.find(b"\0", name_off)
+            name = strtab[name_off:stop if stop >= 0 else len(strtab)]
+            key = wanted.get(name)
+            if key is None or out[key] is not None:
+                continue
+            if h[1] == SHT_NOBITS:
+                out[key] = b""
+                continue
+            if h[2] & SHF_COMPRESSED:
+                raise ElfError(f"section {key} is compressed (not supported)")
+            out[key] = _read_at(f, h[4], h[5], file_size, f"section {key}")
+    return out
