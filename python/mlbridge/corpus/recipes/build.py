@@ -13,6 +13,7 @@ import glob
 import hashlib
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -212,6 +213,13 @@ def _compile(entry: Dict[str, Any], previous: Optional[Dict[str, Any]]) -> Tuple
     return "compiled", ""
 
 
+def _children_cpu() -> float:
+    """CPU seconds of the finished compilers: a cost that does not depend on how
+    busy the machine is."""
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
 def build(recipe: Recipe, *, cache: Optional[str] = None, jobs: Optional[int] = None,
           cc: str = "clang-19", cxx: str = "clang++-19",
           progress: Optional[Callable[[int, str], Any]] = None,
@@ -253,6 +261,7 @@ def build(recipe: Recipe, *, cache: Optional[str] = None, jobs: Optional[int] = 
     entries = compile_commands(recipe, top, objdir, sources, cc, cxx)
 
     t1 = time.monotonic()
+    cpu0 = _children_cpu()
     if on_total:
         on_total("compile", len(entries))
     ok_outputs = set()
@@ -278,6 +287,7 @@ def build(recipe: Recipe, *, cache: Optional[str] = None, jobs: Optional[int] = 
         json.dump([e for e in entries if e["output"] in ok_outputs], f, indent=1)
     os.replace(db_path + ".tmp", db_path)
     res.seconds["compile"] = time.monotonic() - t1
+    res.seconds["compile_cpu"] = _children_cpu() - cpu0
 
     t2 = time.monotonic()
     found, pre = sources_from_compile_commands(db_path)
