@@ -143,7 +143,7 @@ def run_extract(args: argparse.Namespace) -> int:
         kind = args.input_type
         if kind == "auto":
             if os.path.isdir(args.input):
-                kind = "directory" if ex._glob(args.input, ".o") or not ex._glob(args.input, ".bc") \
+                kind = "directory" if ex.files_under(args.input, ".o") or not ex.files_under(args.input, ".bc") \
                     else "bitcode"
             else:
                 kind = "json" if args.input.endswith(".json") else "params"

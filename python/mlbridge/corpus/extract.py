@@ -154,23 +154,23 @@ def sources_from_params(path: str, base: str) -> List[Source]:
     return [Source(_name_for(p, base), os.path.join(base, p), "object", base) for p in params if p]
 
 
-def _glob(root: str, suffix: str) -> List[str]:
+def files_under(root: str, suffix: str) -> List[str]:
     if not os.path.isdir(root):
         raise ExtractError(f"{root}: not a folder")
     return sorted(str(p) for p in pathlib.Path(root).glob("**/*" + suffix) if p.is_file())
 
 
 def sources_from_directory(root: str) -> List[Source]:
-    return [Source(os.path.relpath(p, root), p, "object", root) for p in _glob(root, ".o")]
+    return [Source(os.path.relpath(p, root), p, "object", root) for p in files_under(root, ".o")]
 
 
 def sources_from_bitcode(root: str) -> List[Source]:
-    return [Source(os.path.relpath(p, root)[:-3], p, "bitcode", root) for p in _glob(root, ".bc")]
+    return [Source(os.path.relpath(p, root)[:-3], p, "bitcode", root) for p in files_under(root, ".bc")]
 
 
 def sources_from_lld_thinlto(root: str) -> List[Source]:
     return [Source(os.path.relpath(p, root)[:-len(LLD_IMPORT_SUFFIX)], p, "lld-thinlto", root)
-            for p in _glob(root, LLD_IMPORT_SUFFIX)]
+            for p in files_under(root, LLD_IMPORT_SUFFIX)]
 
 
 # ---- extracting one module ----------------------------------------------------------
