@@ -91,3 +91,21 @@ def test_build_reports_compile_failures(tmp_path, monkeypatch):
     assert [o.name for o in res.compile_failures] == ["bad.c"]
     assert "undeclared" in res.compile_failures[0].reason
     assert [m.name for m in layout.load(res.corpus).modules] == ["ok.c.o"]
+
+
+def test_optional_corpus_subcommands_plug_in(monkeypatch):
+    """`corpus evaluate` lives in its own module (cli/corpus_evaluate.py): when it
+    exists, its add_parser(corpus_sub) adds it; when it does not, nothing breaks."""
+    import types
+    from mlbridge import cli
+    fake = types.ModuleType("mlbridge.cli.corpus_evaluate")
+
+    def add_parser(corpus_sub):
+        p = corpus_sub.add_parser("evaluate", help="score a policy")
+        p.add_argument("corpus")
+        p.set_defaults(run=lambda args: 7)
+    fake.add_parser = add_parser  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "mlbridge.cli.corpus_evaluate", fake)
+    assert cli.main(["corpus", "evaluate", "x"]) == 7
+    monkeypatch.setitem(sys.modules, "mlbridge.cli.corpus_evaluate", None)   # import fails
+    assert cli.main(["corpus", "evaluate", "x"]) == 2                        # unknown sub-command

@@ -358,7 +358,7 @@ def test_elf_reader_survives_corruption(build, tmp_path):
     data = open(os.path.join(build, "CMakeFiles/corpus.dir/bits.c.o"), "rb").read()
     path = str(tmp_path / "x.o")
 
-    @settings(max_examples=300, deadline=None, database=None)
+    @settings(max_examples=150, deadline=None, database=None)
     @given(st.integers(0, len(data)), st.lists(st.tuples(st.integers(0, len(data) - 1), st.integers(0, 255)),
                                                  max_size=8))
     def check(cut, flips):
