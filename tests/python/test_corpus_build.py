@@ -35,6 +35,7 @@ def test_build_tests_recipe_end_to_end(tmp_path):
     assert first["corpus"] == corpus and first["compile_failures"] == []
     n_sources = len(source_files(recipes()["tests"], os.path.join(ROOT, "tests", "corpus")))
     assert first["compiled"] == n_sources and first["extract"]["modules"] == n_sources
+    assert first["lines"] == recipes()["tests"].lines       # what `corpus list` shows is measured
     c = layout.load(corpus)
     names = [m.name for m in c.modules]
     assert "shapes.cpp.o" in names and "sort.c.o" in names

@@ -184,8 +184,9 @@ def run_extract(args: argparse.Namespace) -> int:
         report = ex.extract(sources, args.output, options=opts, jobs=jobs, global_command_override=override,
                             pre_outcomes=pre, on_done=lambda o: prog.update(1, postfix=o.name))
     if args.allow_missing:
+        missing = (f"no {args.bitcode_section} section", f"no {args.cmd_section} section")
         report.outcomes = [ex.Outcome(o.name, "skipped", o.reason, o.path)
-                           if o.status == "failed" and o.reason.startswith("no ") else o
+                           if o.status == "failed" and o.reason.startswith(missing) else o
                            for o in report.outcomes]
     return _finish_extract(report, args)
 
