@@ -1,7 +1,7 @@
 from .recipe import Recipe
 
 RECIPE = Recipe(
-    name="pycryptodome", version="4.4.0", language="c", domain="cryptography", lines=0,
+    name="pycryptodome", version="4.4.0", language="c", domain="cryptography", lines=35384,
     description="ciphers, hashes, elliptic curves, ML-KEM/ML-DSA (PyCryptodome's C core); "
                 "the files that need ISA extensions (AES-NI, SHA-NI, AVX2, ARM) are left out",
     pypi="pycryptodome", sha256="eab7620c60c85f3fa251d026ec06e094f036d96187bebb9752e46fbcebabbb55",
