@@ -10,7 +10,9 @@ debs=(cmake ninja-build g++ pkg-config libgtest-dev protobuf-compiler libprotobu
       # the compiler integrations (integrations/): LLVM pass plugin, MLIR pass, GCC plugin
       llvm-19-dev llvm-19-tools libmlir-19-dev mlir-19-tools gcc-12-plugin-dev
       # the LLVM plugin is also built and tested against the newest LLVM (bookworm-security)
-      llvm-22-dev llvm-22 clang-22)
+      llvm-22-dev llvm-22 clang-22
+      # corpora from local ThinLTO links (tests/python/test_corpus_extract.py)
+      lld-19)
 missing=()
 for p in "${debs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

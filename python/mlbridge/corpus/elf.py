@@ -1,80 +1,139 @@
-"""Code size of an ELF object: the bytes of its ``.text`` sections (``.text`` and
-``.text.*``, as ``-ffunction-sections`` splits them), read from the section
-headers in Python (no ``size``/``readelf`` process per module).
+"""ELF objects read in Python, without llvm-objcopy / size processes: the named
+sections an extraction needs (``.llvmbc``, ``.llvmcmd``) and the code size a score
+needs (``.text`` and ``.text.*``, as ``-ffunction-sections`` splits them). A few
+header reads and one read per wanted section, so both cost little more than the
+bytes they return.
 
-The object comes from a compiler we ran, but it is still parsed as untrusted:
-every offset and count is checked against the file's size.
+Objects are untrusted (a corpus comes from anyone's build): every offset and count
+is checked against the file size and fixed limits before it is used; anything
+malformed is an ElfError naming what.
 """
 from __future__ import annotations
 
+import io
+import os
 import struct
+from typing import BinaryIO, Dict, Iterable, Iterator, Optional, Tuple
 
 from ..core.errors import MLBridgeError
 
-#: An object larger than this is refused rather than read into memory.
-MAX_OBJECT_BYTES = 1 << 31
-_SHT_NOBITS = 8
+ELF_MAGIC = b"\x7fELF"
+SHT_NOBITS = 8
+SHF_COMPRESSED = 0x800
+SHN_XINDEX = 0xFFFF
+#: more sections than this is not an object we want to parse
+MAX_SECTIONS = 1 << 20
+#: the section-name string table is read whole; bound it
+MAX_SHSTRTAB = 64 << 20
+
+#: a section header: (name, type, flags, addr, offset, size, link, info, align, entsize)
+Header = Tuple[int, int, int, int, int, int, int, int, int, int]
 
 
 class ElfError(MLBridgeError, ValueError):
-    """Not an ELF object, or one whose headers point outside the file."""
+    """Not an ELF file, or a malformed one (the message says what)."""
+
+
+def is_elf(path: str) -> bool:
+    with open(path, "rb") as f:
+        return f.read(4) == ELF_MAGIC
+
+
+def _read_at(f: BinaryIO, offset: int, size: int, file_size: int, what: str) -> bytes:
+    if offset < 0 or size < 0 or offset > file_size or size > file_size - offset:
+        raise ElfError(f"{what} at offset {offset} size {size} is outside the file ({file_size} bytes)")
+    f.seek(offset)
+    data = f.read(size)
+    if len(data) != size:
+        raise ElfError(f"{what}: short read")
+    return data
+
+
+def _sections(f: BinaryIO, file_size: int) -> Iterator[Tuple[bytes, Header]]:
+    """(name, header) of every section, names from the section-name table."""
+    ident = f.read(16)
+    if len(ident) < 16 or ident[:4] != ELF_MAGIC:
+        raise ElfError("not an ELF file")
+    cls, data_enc = ident[4], ident[5]
+    if cls not in (1, 2) or data_enc not in (1, 2):
+        raise ElfError(f"unknown ELF class {cls} / data encoding {data_enc}")
+    end = "<" if data_enc == 1 else ">"
+    if cls == 2:
+        hdr = _read_at(f, 0, 64, file_size, "ELF header")
+        shoff, = struct.unpack_from(end + "Q", hdr, 0x28)
+        shentsize, shnum, shstrndx = struct.unpack_from(end + "HHH", hdr, 0x3A)
+        sh_fmt, sh_size = end + "IIQQQQIIQQ", 64
+    else:
+        hdr = _read_at(f, 0, 52, file_size, "ELF header")
+        shoff, = struct.unpack_from(end + "I", hdr, 0x20)
+        shentsize, shnum, shstrndx = struct.unpack_from(end + "HHH", hdr, 0x2E)
+        sh_fmt, sh_size = end + "IIIIIIIIII", 40
+    if shoff == 0:
+        return                              # no section table: no sections
+    if shentsize < sh_size:
+        raise ElfError(f"section header entry size {shentsize} < {sh_size}")
+    if shnum == 0 or shstrndx == SHN_XINDEX:
+        # extended numbering lives in section 0
+        first = struct.unpack(sh_fmt, _read_at(f, shoff, sh_size, file_size, "section header 0"))
+        if shnum == 0:
+            shnum = first[5]
+        if shstrndx == SHN_XINDEX:
+            shstrndx = first[6]
+    if shnum > MAX_SECTIONS:
+        raise ElfError(f"{shnum} sections (limit {MAX_SECTIONS})")
+    if shnum * shentsize > file_size:
+        raise ElfError(f"{shnum} section headers do not fit in the file")
+    if shstrndx >= shnum:
+        raise ElfError(f"section name table index {shstrndx} >= {shnum} sections")
+    table = _read_at(f, shoff, shnum * shentsize, file_size, "section header table")
+    headers = [struct.unpack_from(sh_fmt, table, i * shentsize) for i in range(shnum)]
+    strtab_hdr = headers[shstrndx]
+    if strtab_hdr[5] > MAX_SHSTRTAB:
+        raise ElfError(f"section name table of {strtab_hdr[5]} bytes (limit {MAX_SHSTRTAB})")
+    strtab = _read_at(f, strtab_hdr[4], strtab_hdr[5], file_size, "section name table")
+    for h in headers:
+        name_off = h[0]
+        if name_off >= len(strtab):
+            continue                        # a nameless or corrupt entry is not one we want
+        stop = strtab.find(b"\0", name_off)
+        yield strtab[name_off:stop if stop >= 0 else len(strtab)], h
+
+
+def read_sections(path: str, names: Iterable[str]) -> Dict[str, Optional[bytes]]:
+    """The contents of the named sections (None for a section the object lacks)."""
+    wanted = {n.encode("utf-8"): n for n in names}
+    out: Dict[str, Optional[bytes]] = {n: None for n in wanted.values()}
+    with open(path, "rb") as f:
+        file_size = os.fstat(f.fileno()).st_size
+        for name, h in _sections(f, file_size):
+            key = wanted.get(name)
+            if key is None or out[key] is not None:
+                continue
+            if h[1] == SHT_NOBITS:
+                out[key] = b""
+                continue
+            if h[2] & SHF_COMPRESSED:
+                raise ElfError(f"section {key} is compressed (not supported)")
+            out[key] = _read_at(f, h[4], h[5], file_size, f"section {key}")
+    return out
+
+
+def _text_size(f: BinaryIO, file_size: int) -> int:
+    return sum(h[5] for name, h in _sections(f, file_size) if name == b".text" or name.startswith(b".text."))
 
 
 def text_size(path: str) -> int:
-    """Sum of the sizes of the sections named ``.text`` or ``.text.*``."""
+    """Code bytes of an object: the sizes of its ``.text`` and ``.text.*`` sections."""
     with open(path, "rb") as f:
-        data = f.read(MAX_OBJECT_BYTES + 1)
-    if len(data) > MAX_OBJECT_BYTES:
-        raise ElfError(f"{path}: larger than {MAX_OBJECT_BYTES} bytes")
-    return text_size_of(data, path)
+        try:
+            return _text_size(f, os.fstat(f.fileno()).st_size)
+        except ElfError as exc:
+            raise ElfError(f"{path}: {exc}") from None
 
 
 def text_size_of(data: bytes, what: str = "object") -> int:
-    if len(data) < 16 or data[:4] != b"\x7fELF":
-        raise ElfError(f"{what}: not an ELF file")
-    cls, enc = data[4], data[5]
-    if cls not in (1, 2) or enc not in (1, 2):
-        raise ElfError(f"{what}: unknown ELF class {cls} or data encoding {enc}")
-    e = "<" if enc == 1 else ">"
-    if cls == 2:   # ELF64
-        hdr, off_shoff, off_sh = 64, 0x28, 0x3A
-        sh_fmt = e + "IIQQQQIIQQ"
-    else:          # ELF32
-        hdr, off_shoff, off_sh = 52, 0x20, 0x2E
-        sh_fmt = e + "IIIIIIIIII"
-    if len(data) < hdr:
-        raise ElfError(f"{what}: truncated ELF header")
-    shoff, = struct.unpack_from(e + ("Q" if cls == 2 else "I"), data, off_shoff)
-    shentsize, shnum, shstrndx = struct.unpack_from(e + "HHH", data, off_sh)
-    entry = struct.calcsize(sh_fmt)
-    if shoff == 0 or shnum == 0:
-        return 0
-    if shentsize < entry:
-        raise ElfError(f"{what}: section header entry size {shentsize} < {entry}")
-    if shoff + shnum * shentsize > len(data):
-        raise ElfError(f"{what}: section headers ({shnum} at {shoff}) run past the end of the file")
-
-    def header(i: int):  # (name, type, flags, addr, offset, size, ...)
-        return struct.unpack_from(sh_fmt, data, shoff + i * shentsize)
-
-    # SHN_XINDEX (0xffff): the real string-table index is in section 0's sh_link.
-    if shstrndx == 0xFFFF:
-        shstrndx = header(0)[6]
-    if shstrndx >= shnum:
-        raise ElfError(f"{what}: section-name table index {shstrndx} out of range ({shnum} sections)")
-    str_hdr = header(shstrndx)
-    str_off, str_size = str_hdr[4], str_hdr[5]
-    if str_hdr[1] == _SHT_NOBITS or str_off + str_size > len(data):
-        raise ElfError(f"{what}: section-name table runs past the end of the file")
-    names = data[str_off:str_off + str_size]
-    total = 0
-    for i in range(shnum):
-        h = header(i)
-        name_off = h[0]
-        if name_off >= len(names):
-            raise ElfError(f"{what}: section {i}'s name is outside the name table")
-        end = names.find(b"\0", name_off)
-        name = names[name_off:end if end >= 0 else len(names)]
-        if name == b".text" or name.startswith(b".text."):
-            total += h[5]
-    return total
+    """text_size of an object held in memory."""
+    try:
+        return _text_size(io.BytesIO(data), len(data))
+    except ElfError as exc:
+        raise ElfError(f"{what}: {exc}") from None

@@ -152,6 +152,12 @@ def write_description(root: str, names: Sequence[str], *, has_thinlto: bool = Fa
     desc["has_thinlto"] = has_thinlto
     desc["modules"] = list(names)
     desc.update(extra or {})
+    return write_description_dict(root, desc)
+
+
+def write_description_dict(root: str, desc: Dict[str, Any]) -> str:
+    """Writes DESC as corpus_description.json, keys in the given order, the way the
+    peer's tools format it (json.dump, indent 2); returns its path."""
     path = os.path.join(root, DESCRIPTION)
     tmp = path + ".tmp"
     with open(tmp, "w", encoding="utf-8") as f:
