@@ -106,7 +106,7 @@ def test_no_runner_logs_the_stock_heuristic_with_clang(tmp_path):
     lg = read_training_log(log)
     dec, default, t = decisions(lg)
     assert t.steps > 5 and dec.tolist() == default.tolist()
-    oz = plugin_driver.compile_sizes([src], str(tmp_path / "oz"), "-Oz")["interp.c"]
+    oz = plugin_driver.compile_sizes([src], str(tmp_path), "-Oz")["interp.c"]   # plain -Oz, no plugin
     delta = set_log_reward(log, plugin_driver.text_size(obj), oz)
     assert read_training_log(log).trajectories[0].score.reshape(-1).tolist() == [0] * (t.steps - 1) + [delta]
 
