@@ -81,6 +81,28 @@ def test_sequence_example_wire_bytes_are_tensorflows():
     assert se.SerializeToString(deterministic=True) == bytes.fromhex("12110a0f0a0172120a0a0812060a040000803f")
 
 
+@pytest.mark.parametrize("seed", range(5))
+def test_fast_serializer_gives_the_message_classes_bytes(seed):
+    """serialize_sequence_example (numpy layout) == the protobuf classes' deterministic bytes."""
+    rng = np.random.default_rng(seed)
+    steps = int(rng.integers(1, 50))
+    ii = np.iinfo(np.int64)
+    edge = np.array([0, 1, 127, 128, 16383, 16384, -1, -128, ii.min, ii.max], np.int64)
+    lists = {
+        "inlining_decision": rng.integers(0, 2, (steps, 1)),
+        "edges": rng.choice(edge, (steps, 1)),
+        "wide": (rng.integers(ii.min, ii.max, (steps, 1), dtype=np.int64)),
+        "reward": rng.standard_normal(steps).astype(np.float32),
+        "f64": rng.standard_normal((steps, 1)),
+        "vec": rng.integers(-3, 3, (steps, 4)),
+        "u32": rng.integers(0, 2 ** 32, (steps, 1)).astype(np.uint32),
+        "b": rng.standard_normal((steps, 2)).astype(np.float32),
+        "zz\u00e9": np.zeros((steps, 1), np.int64),
+    }
+    want = tf_example.sequence_example(lists).SerializeToString(deterministic=True)
+    assert tf_example.serialize_sequence_example(lists) == want
+
+
 def test_sequence_example_refuses_what_int64_cannot_hold():
     with pytest.raises(ValueError):
         tf_example.sequence_example({"u": np.array([[2 ** 64 - 1]], np.uint64)})

@@ -82,7 +82,7 @@ class TFRecordSink:
         self.records = 0
 
     def add(self, t: ExportedTrajectory) -> None:
-        data = self._se.sequence_example(t.lists).SerializeToString(deterministic=True)
+        data = self._se.serialize_sequence_example(t.lists)
         self._rec.write_record(self._f, data)
         self.records += 1
 

@@ -142,6 +142,37 @@ def _gather(data: Any, offsets: List[int], specs: Tuple[TensorSpec, ...], nbytes
     return out
 
 
+def _observation(data: Any, pos: int, end: int, path: str, oid: int, nbytes: int, offsets: List[int]) -> int:
+    """The feature bytes of observation ``oid`` at ``pos`` and their newline."""
+    if end - pos < nbytes + 1:
+        raise ProtocolError(f"{path}: observation {oid} is truncated (needs {nbytes} bytes at byte {pos})")
+    if data[pos + nbytes] != 0x0A:
+        raise ProtocolError(f"{path}: observation {oid}: no newline after its {nbytes} feature bytes "
+                            f"(byte {pos + nbytes})")
+    offsets.append(pos)
+    return pos + nbytes + 1
+
+
+def _outcome(data: Any, pos: int, end: int, path: str, oid: int, nbytes: int, offsets: List[int]) -> int:
+    """The outcome record that must follow observation ``oid``."""
+    at = pos
+    line = b'{"outcome":%d}\n' % oid
+    if data[pos:pos + len(line)] == line:
+        pos += len(line)
+    else:
+        if pos >= end:
+            raise ProtocolError(f"{path}: observation {oid} has no outcome record (the header has a score)")
+        obj, pos = _json_line(data, pos, end, path)
+        if "outcome" not in obj:
+            raise ProtocolError(f"{path}: byte {at}: expected outcome {oid}, got {sorted(obj)}")
+        if _record_id(obj, "outcome", at, path) != oid:
+            raise ProtocolError(f"{path}: byte {at}: outcome {obj['outcome']} after observation {oid}")
+    if end - pos < nbytes + 1 or data[pos + nbytes] != 0x0A:
+        raise ProtocolError(f"{path}: outcome {oid} is truncated or lacks its newline (byte {pos})")
+    offsets.append(pos)
+    return pos + nbytes + 1
+
+
 def read_training_log(path: PathLike) -> TrainingLog:
     """Read a training log with ml-compiler-opt's rules; ProtocolError says where it breaks."""
     p = os.fspath(path)
@@ -181,12 +212,24 @@ def _parse(data: Any, path: str) -> TrainingLog:
         raise ProtocolError(f"{path}: the score cannot be a string tensor")
     obs_bytes = sum(s.nbytes for s in features)
     score_bytes = score.nbytes if score is not None else 0
-    NL = 0x0A
 
     contexts: List[Tuple[str, List[int], List[int]]] = []
     next_id: Dict[str, int] = {}   # LLVM numbers observations per context name
     while pos < end:
         at = pos
+        # Fast path: the exact record LLVM writes next ('{"observation":N}\n'),
+        # compared as bytes; anything else goes through the JSON parser.
+        if contexts:
+            name, obs, outs = contexts[-1]
+            oid = next_id[name]
+            line = b'{"observation":%d}\n' % oid
+            if data[pos:pos + len(line)] == line:
+                pos += len(line)
+                pos = _observation(data, pos, end, path, oid, obs_bytes, obs)
+                if score is not None:
+                    pos = _outcome(data, pos, end, path, oid, score_bytes, outs)
+                next_id[name] = oid + 1
+                continue
         obj, pos = _json_line(data, pos, end, path)
         if "context" in obj:
             name = obj["context"]
@@ -204,27 +247,9 @@ def _parse(data: Any, path: str) -> TrainingLog:
         if oid != next_id[name]:
             raise ProtocolError(f"{path}: byte {at}: observation {oid} in context {name!r}, expected {next_id[name]}")
         next_id[name] = oid + 1
-        if end - pos < obs_bytes + 1:
-            raise ProtocolError(f"{path}: observation {oid} is truncated (needs {obs_bytes} bytes at byte {pos})")
-        if data[pos + obs_bytes] != NL:
-            raise ProtocolError(f"{path}: observation {oid}: no newline after its {obs_bytes} feature bytes "
-                                f"(byte {pos + obs_bytes})")
-        obs.append(pos)
-        pos += obs_bytes + 1
-        if score is None:
-            continue
-        at = pos
-        if pos >= end:
-            raise ProtocolError(f"{path}: observation {oid} has no outcome record (the header has a score)")
-        obj, pos = _json_line(data, pos, end, path)
-        if "outcome" not in obj:
-            raise ProtocolError(f"{path}: byte {at}: expected outcome {oid}, got {sorted(obj)}")
-        if _record_id(obj, "outcome", at, path) != oid:
-            raise ProtocolError(f"{path}: byte {at}: outcome {obj['outcome']} after observation {oid}")
-        if end - pos < score_bytes + 1 or data[pos + score_bytes] != NL:
-            raise ProtocolError(f"{path}: outcome {oid} is truncated or lacks its newline (byte {pos})")
-        outs.append(pos)
-        pos += score_bytes + 1
+        pos = _observation(data, pos, end, path, oid, obs_bytes, obs)
+        if score is not None:
+            pos = _outcome(data, pos, end, path, oid, score_bytes, outs)
 
     trajectories = []
     for name, obs, outs in contexts:
