@@ -201,6 +201,15 @@ def test_export_parquet(tmp_path):
     assert t["a"] == [0, 10] and t["b"] == [[0.0, 0.5], [1.0, 0.5]] and t["context"] == ["f", "f"]
 
 
+@pytest.mark.parametrize("fmt", ["tfrecord", "npz", "parquet"])
+def test_export_of_logs_without_steps_writes_empty_outputs(tmp_path, fmt):
+    if fmt == "parquet":
+        pytest.importorskip("pyarrow")
+    empty = write_log(str(tmp_path / "empty.log"), SMALL, [("", [])])
+    r = json.loads(cli("log", "export", empty, "-o", str(tmp_path / "o"), "--format", fmt, "--json").stdout)
+    assert r["records"] == 0 and r["without_steps"] == [empty] and os.path.exists(r["outputs"][0])
+
+
 @pytest.mark.parametrize("args,match", [
     (["log", "export", "nope.log", "-o", "x"], "nope.log: no such file"),
     (["log", "export"], "required"),

@@ -72,11 +72,10 @@ def summarize(path: str) -> Dict[str, Any]:
         if vals:
             v = np.concatenate(vals)
             out["decisions"][name] = {str(k): int(c) for k, c in zip(*np.unique(v, return_counts=True))}
-    if all(n in log.trajectories[0].features for n in ("inlining_decision", "inlining_default")) \
-            if log.trajectories else False:
-        same = sum(int((t.features["inlining_decision"] == t.features["inlining_default"]).sum())
-                   for t in log.trajectories)
-        out["decisions"]["agree_with_default"] = same
+    names = {s.name for s in log.features}
+    if {"inlining_decision", "inlining_default"} <= names:
+        out["decisions"]["agree_with_default"] = sum(
+            int((t.features["inlining_decision"] == t.features["inlining_default"]).sum()) for t in log.trajectories)
     reward: Dict[str, Any] = {"delta_size": log.module_score()}
     if log.sizes is not None:
         reward.update(policy_size=log.sizes["policy_size"], baseline_size=log.sizes["baseline_size"],

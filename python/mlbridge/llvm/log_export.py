@@ -161,12 +161,12 @@ class ParquetSink(_ColumnSink):
         steps, per_traj = self.columns()
         cols = {}
         for name, v in steps.items():
-            flat = v.reshape(v.shape[0], -1) if v.ndim > 1 else v
-            cols[name] = pa.array(flat[:, 0]) if flat.ndim == 2 and flat.shape[1] == 1 else \
-                pa.array(list(flat)) if flat.ndim == 2 else pa.array(flat)
+            rows = v.reshape(v.shape[0], -1) if v.size else v.reshape(v.shape[0], 1)
+            # one element per step: a scalar column; more: a list column
+            cols[name] = pa.array(rows[:, 0]) if rows.shape[1] == 1 else pa.array(list(rows))
         idx = steps["trajectory"]
-        cols["log"] = pa.array(per_traj["trajectory_log"][idx]) if len(idx) else pa.array([], pa.string())
-        cols["context"] = pa.array(per_traj["trajectory_context"][idx]) if len(idx) else pa.array([], pa.string())
+        for col in ("log", "context"):
+            cols[col] = pa.array(per_traj["trajectory_" + col][idx].tolist(), pa.string())
         tmp = self.path + ".tmp"
         pq.write_table(pa.table(cols), tmp)
         os.replace(tmp, self.path)
