@@ -104,12 +104,17 @@ if(MLBRIDGE_BUILD_TESTS AND Python3_FOUND AND TARGET MLBridgeLLVMAot)
   if(TARGET MLBridgeLLVMFull AND TARGET mlbridge_grpc)
     list(APPEND _mlb_llvm_env "MLBRIDGE_LLVM_HAVE_GRPC=1")
   endif()
-  foreach(_t inliner faults training filecheck training_log)
+  foreach(_t inliner faults training filecheck)
     add_test(NAME llvm.${_t}
              COMMAND ${Python3_EXECUTABLE} -m pytest -q -p no:cacheprovider ${MLBRIDGE_LLVM_TEST_DIR}/test_${_t}.py
              WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
     set_tests_properties(llvm.${_t} PROPERTIES TIMEOUT 300 ENVIRONMENT "${_mlb_llvm_env}")
   endforeach()
+  # The plugin's training logs, read by Python (docs/training-logs.md).
+  add_test(NAME llvm.training_log
+           COMMAND ${Python3_EXECUTABLE} -m pytest -q -p no:cacheprovider ${MLBRIDGE_LLVM_TEST_DIR}/test_training_log.py
+           WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  set_tests_properties(llvm.training_log PROPERTIES TIMEOUT 300 ENVIRONMENT "${_mlb_llvm_env}")
 endif()
 
 # Phase ordering registers its own tests.
