@@ -38,6 +38,11 @@ llvm::cl::opt<bool> statsOpt("mlbridge-inline-stats",
                              llvm::cl::desc("mlbridge ML inliner: print the number of model decisions "
                                             "(env MLBRIDGE_INLINE_STATS=1)"));
 
+llvm::cl::opt<std::string> trainingLogOpt("mlbridge-inline-training-log",
+                                          llvm::cl::desc("mlbridge ML inliner: write a training log in LLVM's format "
+                                                         "to this file; without a runner, the stock heuristic "
+                                                         "decides (env MLBRIDGE_INLINE_TRAINING_LOG)"));
+
 std::string pick(const llvm::cl::opt<std::string>& opt, const char* env) {
   if (opt.getNumOccurrences() > 0) return opt;
   const char* v = std::getenv(env);
@@ -71,6 +76,7 @@ InlineRunnerConfig inlineRunnerConfig() {
   } else if (const char* s = std::getenv("MLBRIDGE_INLINE_STATS")) {
     c.stats = std::string(s) == "1";
   }
+  c.trainingLog = pick(trainingLogOpt, "MLBRIDGE_INLINE_TRAINING_LOG");
   return c;
 }
 

@@ -5,6 +5,8 @@
 #ifndef MLBRIDGE_INTEGRATIONS_LLVM_INLINE_RUNNER_H
 #define MLBRIDGE_INTEGRATIONS_LLVM_INLINE_RUNNER_H
 
+#include <string>
+
 #include "runner_choice.h"
 
 namespace mlbridge_llvm {
@@ -15,8 +17,12 @@ using mlbridge_integrations::RunnerChoice;
 struct InlineRunnerConfig {
   RunnerChoice choice;   // runner "" / "none": the stock inliner
   bool stats = false;    // print how many decisions the model made
+  std::string trainingLog;  // "": no training log (docs/training-logs.md)
 
-  bool enabled() const { return !choice.runner.empty() && choice.runner != "none"; }
+  bool hasRunner() const { return !choice.runner.empty() && choice.runner != "none"; }
+  // A training log without a runner logs the stock heuristic's decisions
+  // (LLVM's development mode without a model).
+  bool enabled() const { return hasRunner() || !trainingLog.empty(); }
 };
 
 // The options as given now (command line first, then the environment).

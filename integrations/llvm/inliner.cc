@@ -6,7 +6,9 @@
 // `cgscc(inline)` builds its own default advisor and never asks.)
 //
 // Nothing changes unless a runner is chosen (-mlbridge-inline-runner or
-// MLBRIDGE_INLINE_RUNNER). Errors never stop the compilation:
+// MLBRIDGE_INLINE_RUNNER) or a training log asked for
+// (-mlbridge-inline-training-log, docs/training-logs.md; without a runner the
+// stock heuristic decides and is logged). Errors never stop the compilation:
 //  * the runner cannot be created (missing model, wrong dtype, no peer):
 //    one message on errs(), and the stock advisor decides everything;
 //  * an evaluation fails (peer died, timeout): one message, and the stock
@@ -17,6 +19,7 @@
 #include <llvm/Analysis/InlineCost.h>
 #include <llvm/Analysis/InlineModelFeatureMaps.h>
 #include <llvm/Analysis/MLInlineAdvisor.h>
+#include <llvm/Analysis/NoInferenceModelRunner.h>
 #include <llvm/Analysis/OptimizationRemarkEmitter.h>
 #include <llvm/Analysis/ProfileSummaryInfo.h>
 #include <llvm/Analysis/TargetLibraryInfo.h>
@@ -31,6 +34,7 @@
 #include <utility>
 
 #include "inline_runner.h"
+#include "inline_training_log.h"
 #include "model_runner_adapter.h"
 #include "module_analysis_registry.h"
 #include "passes.h"
@@ -78,12 +82,16 @@ bool stockAdvice(llvm::CallBase& cb, llvm::FunctionAnalysisManager& fam, const l
 }
 
 // MLInlineAdvisor that asks the stock heuristic once its runner has failed,
-// instead of reading the adapter's "do not inline" fallback.
+// instead of reading the adapter's "do not inline" fallback, and that writes
+// the training log when one is asked for.
 class MLBridgeInlineAdvisor final : public llvm::MLInlineAdvisor {
  public:
-  // `adapter` is `runner`, kept as its concrete type.
-  MLBridgeInlineAdvisor(llvm::Module& m, llvm::ModuleAnalysisManager& mam, std::unique_ptr<MLBridgeModelRunner> runner,
-                        MLBridgeModelRunner* adapter, std::function<bool(llvm::CallBase&)> getDefault, bool stats)
+  // `adapter` is `runner` as its concrete type, or nullptr when no model
+  // decides (a training log of the stock heuristic: `runner` only holds the
+  // features, as in LLVM's development mode without a model).
+  MLBridgeInlineAdvisor(llvm::Module& m, llvm::ModuleAnalysisManager& mam, std::unique_ptr<llvm::MLModelRunner> runner,
+                        MLBridgeModelRunner* adapter, std::function<bool(llvm::CallBase&)> getDefault, bool stats,
+                        std::unique_ptr<InlineTrainingLog> log)
 #if LLVM_VERSION_MAJOR >= 22
       // The factory hands over the runner made for the initial feature map
       // (LLVM 22's optional IR2Vec embedding features are not supported).
@@ -97,29 +105,43 @@ class MLBridgeInlineAdvisor final : public llvm::MLInlineAdvisor {
       : llvm::MLInlineAdvisor(m, mam, std::move(runner), std::move(getDefault)),
 #endif
         adapter_(adapter),
-        stats_(stats) {
+        stats_(stats),
+        log_(std::move(log)) {
   }
   ~MLBridgeInlineAdvisor() override {
-    if (stats_)
+    if (!stats_) return;
+    if (adapter_)
       llvm::errs() << "mlbridge: inliner: " << adapter_->evaluations() << " model decisions, " << stockDecisions_
                    << " stock decisions after an error\n";
+    if (log_) llvm::errs() << "mlbridge: inliner: " << log_->observations() << " decisions logged\n";
   }
 
  protected:
   std::unique_ptr<llvm::MLInlineAdvice> getAdviceFromModel(llvm::CallBase& cb,
                                                            llvm::OptimizationRemarkEmitter& ore) override {
-    bool inlineIt = ModelRunner->evaluate<int64_t>() != 0;
-    if (adapter_->failed()) {
-      inlineIt = GetDefaultAdvice(cb);
-      ++stockDecisions_;
+    bool inlineIt = false;
+    bool fromModel = false;
+    if (adapter_) {
+      inlineIt = ModelRunner->evaluate<int64_t>() != 0;
+      fromModel = !adapter_->failed();
     }
+    // The stock heuristic's answer costs an inline-cost analysis: only when
+    // it decides or is logged.
+    bool stock = false;
+    if (!fromModel || log_) stock = GetDefaultAdvice(cb);
+    if (!fromModel) {
+      inlineIt = stock;
+      if (adapter_) ++stockDecisions_;
+    }
+    if (log_) log_->log(*ModelRunner, stock, inlineIt);
     return std::make_unique<llvm::MLInlineAdvice>(this, cb, ore, inlineIt);
   }
 
  private:
-  MLBridgeModelRunner* adapter_;  // owned by ModelRunner
+  MLBridgeModelRunner* adapter_;  // owned by ModelRunner; nullptr: the stock heuristic decides
   bool stats_;
   size_t stockDecisions_ = 0;
+  std::unique_ptr<InlineTrainingLog> log_;
 };
 
 llvm::InlineAdvisor* createAdvisor(llvm::Module& m, llvm::FunctionAnalysisManager& fam, llvm::InlineParams params,
@@ -129,25 +151,44 @@ llvm::InlineAdvisor* createAdvisor(llvm::Module& m, llvm::FunctionAnalysisManage
   llvm::ModuleAnalysisManager* mam = findModuleAnalysisManager(m, fam);
   if (!mam) {
     llvm::errs() << "mlbridge: warning: ML inliner: no module analysis manager of this thread owns the function "
-                    "analyses; using the stock inliner\n";
+                    "analyses; using the stock inliner"
+                 << (config.trainingLog.empty() ? "" : " (no training log)") << "\n";
     return stock();
   }
-  const std::string what = "ML inliner (runner " + config.choice.runner + ")";
-  auto runner = createRunner(config.choice, toMLBridgeSpecs(inlinerFeatures()), {toMLBridgeSpec(llvm::InlineDecisionSpec)});
-  if (!runner.ok()) {
-    llvm::errs() << "mlbridge: warning: " << what << ": " << runner.status().toString()
-                 << "; using the stock inliner\n";
-    return stock();
+  std::unique_ptr<InlineTrainingLog> log;
+  if (!config.trainingLog.empty()) {
+    std::string error;
+    log = InlineTrainingLog::open(config.trainingLog, inlinerFeatures(), &error);
+    if (!log) {
+      llvm::errs() << "mlbridge: warning: ML inliner: " << error << "; no training log\n";
+      if (!config.hasRunner()) return stock();
+    }
   }
-  auto adapter = MLBridgeModelRunner::create(m.getContext(), std::move(*runner), inlinerFeatures(),
-                                             llvm::InlineDecisionSpec, what);
-  if (!adapter.ok()) {
-    llvm::errs() << "mlbridge: warning: " << adapter.status().toString() << "; using the stock inliner\n";
-    return stock();
+  std::unique_ptr<llvm::MLModelRunner> runner;
+  MLBridgeModelRunner* adapter = nullptr;
+  if (config.hasRunner()) {
+    const std::string what = "ML inliner (runner " + config.choice.runner + ")";
+    const char* fallback = log ? "; the stock heuristic decides (and is logged)\n" : "; using the stock inliner\n";
+    auto made = createRunner(config.choice, toMLBridgeSpecs(inlinerFeatures()),
+                             {toMLBridgeSpec(llvm::InlineDecisionSpec)});
+    if (!made.ok()) {
+      llvm::errs() << "mlbridge: warning: " << what << ": " << made.status().toString() << fallback;
+      if (!log) return stock();
+    } else {
+      auto wrapped = MLBridgeModelRunner::create(m.getContext(), std::move(*made), inlinerFeatures(),
+                                                 llvm::InlineDecisionSpec, what);
+      if (!wrapped.ok()) {
+        llvm::errs() << "mlbridge: warning: " << wrapped.status().toString() << fallback;
+        if (!log) return stock();
+      } else {
+        adapter = wrapped->get();
+        runner = std::move(*wrapped);
+      }
+    }
   }
+  if (!runner) runner = std::make_unique<llvm::NoInferenceModelRunner>(m.getContext(), inlinerFeatures());
   auto getDefault = [&fam, params](llvm::CallBase& cb) { return stockAdvice(cb, fam, params); };
-  MLBridgeModelRunner* raw = adapter->get();
-  return new MLBridgeInlineAdvisor(m, *mam, std::move(*adapter), raw, getDefault, config.stats);
+  return new MLBridgeInlineAdvisor(m, *mam, std::move(runner), adapter, getDefault, config.stats, std::move(log));
 }
 
 }  // namespace

@@ -110,6 +110,11 @@ if(MLBRIDGE_BUILD_TESTS AND Python3_FOUND AND TARGET MLBridgeLLVMAot)
              WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
     set_tests_properties(llvm.${_t} PROPERTIES TIMEOUT 300 ENVIRONMENT "${_mlb_llvm_env}")
   endforeach()
+  # The plugin's training logs, read by Python (docs/training-logs.md).
+  add_test(NAME llvm.training_log
+           COMMAND ${Python3_EXECUTABLE} -m pytest -q -p no:cacheprovider ${MLBRIDGE_LLVM_TEST_DIR}/test_training_log.py
+           WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  set_tests_properties(llvm.training_log PROPERTIES TIMEOUT 300 ENVIRONMENT "${_mlb_llvm_env}")
 endif()
 
 # Phase ordering registers its own tests.

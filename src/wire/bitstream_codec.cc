@@ -169,6 +169,7 @@ class BitstreamCodec final : public Codec {
         DecodedMessage m;
         m.kind = DecodedMessage::Kind::kHeader;
         m.specs = specs;
+        m.score = score;
         out.push_back(std::move(m));
         haveHeader = true;
         continue;
@@ -204,11 +205,22 @@ class BitstreamCodec final : public Codec {
         out.push_back(std::move(m));
         continue;
       }
-      if (outcome && outcome->toInt64(&id)) {  // training logs: reward record, skipped
+      if (outcome && outcome->toInt64(&id)) {  // training logs: the score record
         size_t need = totalBytes(score);
         if (bytes.size() - pos < need + 1 || bytes[pos + need] != '\n')
           return dataLoss("bitstream: outcome " + std::to_string(id) + " is truncated");
-        pos += need + 1;
+        DecodedMessage m;
+        m.kind = DecodedMessage::Kind::kOutcome;
+        m.id = id;
+        for (const TensorSpec& s : score) {
+          DecodedTensor t;
+          t.spec = s;
+          t.bytes.assign(bytes.data() + pos, bytes.data() + pos + s.byteSize());
+          pos += s.byteSize();
+          m.tensors.push_back(std::move(t));
+        }
+        ++pos;
+        out.push_back(std::move(m));
         continue;
       }
       return dataLoss("bitstream: unexpected line at byte " + std::to_string(lineStart));

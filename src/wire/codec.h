@@ -35,12 +35,15 @@ struct DecodedTensor {
   }
 };
 struct DecodedMessage {
-  enum class Kind { kHeader, kContext, kObservation, kReply, kEnd };
+  // kOutcome: a training log's score record (bitstream only: LLVM's
+  // TrainingLogger writes one after each observation when its header has a score).
+  enum class Kind { kHeader, kContext, kObservation, kReply, kEnd, kOutcome };
   Kind kind = Kind::kEnd;
   SessionSpecs specs;                  // kHeader
+  std::vector<TensorSpec> score;       // kHeader of a training log: its score spec
   std::string name;                    // kContext
-  int64_t id = 0;                      // kObservation, kReply
-  std::vector<DecodedTensor> tensors;  // kObservation, kReply
+  int64_t id = 0;                      // kObservation, kReply, kOutcome
+  std::vector<DecodedTensor> tensors;  // kObservation, kReply, kOutcome
   bool hasError = false;               // kReply
   std::string error;
 };

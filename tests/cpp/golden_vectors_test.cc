@@ -301,6 +301,9 @@ TEST(GoldenVectors, EncodingGivesTheFileByteForByte) {
         case DecodedMessage::Kind::kReply:
           s = m.hasError ? codec->encodeReplyError(m.id, m.error, out) : codec->encodeReply(m.id, ts, out);
           break;
+        case DecodedMessage::Kind::kOutcome:  // training logs only: training_log_golden_test.cc
+          s = unimplemented("outcome records are not in the manifest");
+          break;
       }
       ASSERT_TRUE(s.ok()) << s.toString();
     }
@@ -350,6 +353,7 @@ TEST(GoldenVectors, DecodingGivesTheManifestValues) {
         case DecodedMessage::Kind::kContext: EXPECT_EQ(g.name, w.name); break;
         case DecodedMessage::Kind::kEnd: break;
         case DecodedMessage::Kind::kObservation:
+        case DecodedMessage::Kind::kOutcome:
         case DecodedMessage::Kind::kReply:
           // Bitstream replies carry no id: the decoder numbers them.
           if (!(c.format == WireFormat::kBitstream && w.kind == DecodedMessage::Kind::kReply)) {

@@ -1,4 +1,10 @@
-"""Reading LLVM training logs and recorded sessions."""
+"""Reading LLVM training logs and recorded sessions.
+
+``read_log`` walks any log or recorded session observation by observation;
+the training-log specific API (strict reading as trajectories, the per-module
+reward written after compilation) lives in ``training_log`` and is re-exported
+here: ``read_training_log``, ``set_log_reward``, ``relative_reward``.
+"""
 from __future__ import annotations
 
 import mmap
@@ -12,7 +18,11 @@ from .. import formats as _formats
 from ..core.errors import ProtocolError
 from ..core.messages import Context, End, Header, Observation, Outcome, Preamble, Reply, Restart
 
-__all__ = ["LogRecord", "read_log"]
+from .training_log import (REWARD_DELTA, TrainingLog, Trajectory, read_training_log, relative_reward,  # noqa: F401
+                           reward_sidecar, set_final_score, set_log_reward)
+
+__all__ = ["LogRecord", "read_log", "TrainingLog", "Trajectory", "read_training_log", "set_log_reward",
+           "set_final_score", "relative_reward", "reward_sidecar", "REWARD_DELTA"]
 
 
 @dataclass

@@ -1,0 +1,167 @@
+"""``mlbridge log show|export``: LLVM training logs (docs/training-logs.md)."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any, Dict, List
+
+from .errors import UsageError
+from .progress import Progress
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    lg = sub.add_parser("log", help="training logs: summarize, export for trainers",
+                        description="LLVM training logs (the plugin's -mlbridge-inline-training-log, LLVM's "
+                        "-training-log): summarize them, export them as TFRecords of tf.train.SequenceExample "
+                        "(ml-compiler-opt's trainers), .npz or Parquet.")
+    sub2 = lg.add_subparsers(dest="log_cmd", required=True, metavar="ACTION", parser_class=type(lg))
+    s = sub2.add_parser("show", help="summarize a training log")
+    s.add_argument("log", help="a training log")
+    s.add_argument("--json", action="store_true", help="print the summary as JSON")
+    s.set_defaults(run=show)
+    e = sub2.add_parser("export", help="convert training logs for trainers",
+                        description="One record per trajectory (context) with at least one step: every logged "
+                        "feature, the score list (delta_size) and a per-step float 'reward' holding the module's "
+                        "reward. Reward: 'relative' = ml-compiler-opt's 1 - (policy+0.01)/(oz+0.01), from the "
+                        "sizes set_log_reward keeps in LOG.reward.json; 'bytes' = -delta_size, the .text bytes "
+                        "saved against -Oz; 'auto' = relative if every log has its sizes, else bytes.")
+    e.add_argument("logs", nargs="+", metavar="LOG", help="training logs (a folder: every *.log in it, recursively)")
+    e.add_argument("-o", "--output", required=True, metavar="DIR", help="output folder (created)")
+    e.add_argument("--format", default="tfrecord", choices=["tfrecord", "npz", "parquet"],
+                   help="tfrecord: DIR/training.tfrecord; npz: DIR/training.npz; parquet: DIR/training.parquet "
+                   "(needs pyarrow)")
+    e.add_argument("--reward", default="auto", choices=["auto", "relative", "bytes"])
+    e.add_argument("--quiet", action="store_true", help="no progress output")
+    e.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
+    e.set_defaults(run=export)
+
+
+def _expand(paths: List[str]) -> List[str]:
+    out: List[str] = []
+    for p in paths:
+        if os.path.isdir(p):
+            found = sorted(os.path.join(d, f) for d, _, fs in os.walk(p) for f in fs if f.endswith(".log"))
+            if not found:
+                raise UsageError(f"{p}: no *.log file in this folder")
+            out.extend(found)
+        elif os.path.exists(p):
+            out.append(p)
+        else:
+            raise UsageError(f"{p}: no such file")
+    return out
+
+
+def summarize(path: str) -> Dict[str, Any]:
+    """What ``log show`` prints, as a dict."""
+    import numpy as np
+    from ..llvm.training_log import read_training_log, relative_reward
+    log = read_training_log(path)
+    out: Dict[str, Any] = {
+        "log": path,
+        "features": [{"name": s.name, "type": s.dtype, "shape": list(s.shape)} for s in log.features],
+        "score": log.score.to_dict() if log.score else None,
+        "advice": log.advice.to_dict() if log.advice else None,
+        "contexts": [{"name": t.context, "observations": t.steps} for t in log.trajectories],
+        "observations": log.observations,
+        "decisions": {},
+    }
+    for name in ("inlining_decision", "inlining_default"):
+        vals = [t.features[name].reshape(-1) for t in log.trajectories if name in t.features]
+        if vals:
+            v = np.concatenate(vals)
+            out["decisions"][name] = {str(k): int(c) for k, c in zip(*np.unique(v, return_counts=True))}
+    names = {s.name for s in log.features}
+    if {"inlining_decision", "inlining_default"} <= names:
+        out["decisions"]["agree_with_default"] = sum(
+            int((t.features["inlining_decision"] == t.features["inlining_default"]).sum()) for t in log.trajectories)
+    reward: Dict[str, Any] = {"delta_size": log.module_score()}
+    if log.sizes is not None:
+        reward.update(policy_size=log.sizes["policy_size"], baseline_size=log.sizes["baseline_size"],
+                      relative=relative_reward(log.sizes["policy_size"], log.sizes["baseline_size"]))
+    out["reward"] = reward
+    # ml-compiler-opt's inlining runner keeps a module only with exactly one
+    # context and at least one step (its reader's rules already held: we parsed).
+    out["ml_compiler_opt_usable"] = len(log.trajectories) == 1 and log.observations > 0
+    return out
+
+
+def show(args: argparse.Namespace) -> int:
+    if not os.path.exists(args.log):
+        raise UsageError(f"{args.log}: no such file")
+    s = summarize(args.log)
+    if args.json:
+        print(json.dumps(s, indent=1))
+        return 0
+    p = print
+    p(f"{s['log']}: {len(s['contexts'])} context(s), {s['observations']} observation(s)")
+    for c in s["contexts"]:
+        p(f"  context {c['name']!r}: {c['observations']} observation(s)")
+    p(f"features ({len(s['features'])}):")
+    width = max((len(f["name"]) for f in s["features"]), default=0)
+    for f in s["features"]:
+        p(f"  {f['name']:<{width}}  {f['type']} {f['shape']}")
+    if s["score"]:
+        p(f"score: {s['score']['name']} {s['score']['type']} {s['score']['shape']}")
+    if s["advice"]:
+        p(f"advice: {s['advice']['name']} {s['advice']['type']} {s['advice']['shape']}")
+    for name, counts in s["decisions"].items():
+        p(f"{name}: {counts}")
+    r = s["reward"]
+    if r["delta_size"] is not None:
+        line = f"reward: delta_size {r['delta_size']} bytes"
+        if "relative" in r:
+            line += f" (policy {r['policy_size']} vs -Oz {r['baseline_size']}: relative reward {r['relative']:+.4f})"
+        else:
+            line += " (no sizes recorded: set_log_reward not called)"
+        p(line)
+    p("ml-compiler-opt: " + ("usable (one context, at least one step)" if s["ml_compiler_opt_usable"]
+                             else "would skip this module (it needs exactly one context with at least one step)"))
+    return 0
+
+
+def export(args: argparse.Namespace) -> int:
+    from ..core.errors import MLBridgeError
+    from ..llvm import log_export as lx
+    from ..llvm.training_log import read_training_log
+    paths = _expand(args.logs)
+    if args.format == "parquet":
+        try:
+            import pyarrow  # noqa: F401
+        except ImportError:
+            raise UsageError("--format parquet needs pyarrow (python3 -m pip install pyarrow)") from None
+    if os.path.exists(args.output) and not os.path.isdir(args.output):
+        raise UsageError(f"{args.output}: exists and is not a folder")
+    os.makedirs(args.output, exist_ok=True)
+    mode = lx.choose_reward_mode(paths, args.reward)
+    sink = lx.SINKS[args.format](args.output)
+    failed: List[Dict[str, str]] = []
+    empty: List[str] = []
+    steps = 0
+    with Progress(len(paths), "export", quiet=args.quiet or args.json, unit="log") as prog:
+        for path in paths:
+            try:
+                trajs = lx.trajectories(read_training_log(path), mode)
+            except (MLBridgeError, OSError, ValueError) as exc:
+                failed.append({"log": path, "error": str(exc)})
+                prog.write(f"mlbridge: {path}: skipped: {exc}")
+                prog.update(1)
+                continue
+            if not trajs:
+                empty.append(path)
+            for t in trajs:
+                sink.add(t)
+                steps += t.steps
+            prog.update(1, postfix=os.path.basename(path))
+    outputs = sink.close()
+    result = {"logs": len(paths), "records": sink.records, "steps": steps, "reward": mode,
+              "format": args.format, "outputs": outputs, "without_steps": empty, "failed": failed}
+    if args.json:
+        print(json.dumps(result, indent=1))
+    elif not args.quiet:
+        print(f"{sink.records} trajectories, {steps} steps from {len(paths) - len(failed)} of {len(paths)} logs "
+              f"(reward: {mode}) -> {', '.join(outputs)}")
+        if empty:
+            print(f"{len(empty)} log(s) without any step (no call site) wrote no record", file=sys.stderr)
+    return 1 if failed else 0
