@@ -15,7 +15,7 @@ import numpy as np
 from ..corpus.compile import CompileOptions, CompileResult, Policy, Toolchain, compile_module, plugin_args
 from ..corpus.layout import Module
 from ..llvm.inliner_features import DEFAULT_DECISION, FEATURES
-from ..llvm.logs import read_log
+from ..llvm.training_log import read_training_log
 
 OZ = Policy("oz", "oz")
 
@@ -42,12 +42,13 @@ def collect_oz_decisions(modules: Sequence[Module], toolchain: Toolchain, *, job
                 on_done(r)
             if not r.ok or not os.path.exists(log_path(m)):
                 return r, None
-            recs = list(read_log(log_path(m)))
+            log = read_training_log(log_path(m))
             os.unlink(log_path(m))
-            if not recs:
+            if not log.observations:
                 return r, None
-            x = np.stack([np.array([rec.features[n][0] for n in FEATURES], np.int64) for rec in recs])
-            y = np.array([rec.features[DEFAULT_DECISION][0] for rec in recs], np.int64)
+            x = np.concatenate([np.column_stack([t.features[n].reshape(t.steps) for n in FEATURES])
+                                for t in log.trajectories if t.steps])
+            y = np.concatenate([t.features[DEFAULT_DECISION].reshape(t.steps) for t in log.trajectories if t.steps])
             return r, (x, y)
 
         with ThreadPoolExecutor(max(1, jobs or os.cpu_count() or 1)) as pool:

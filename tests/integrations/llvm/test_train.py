@@ -100,3 +100,24 @@ def test_cli_user_errors_are_one_line(tmp_path):
     assert r.returncode == 2 and "not a corpus" in r.stderr and "Traceback" not in r.stderr
     r = cli("train", "report", str(tmp_path))
     assert r.returncode == 2 and "no policy.onnx" in r.stderr
+
+
+def test_imitation_of_oz_starts_close_to_oz(corpus, tmp_path):
+    from mlbridge.train.imitation import fit_imitation
+    from mlbridge.train.oz_teacher import collect_oz_decisions
+    tc = Toolchain.find(plugin=PLUGIN, need_plugin=True)
+    c = layout.load(corpus)
+    raw, labels = collect_oz_decisions(c.modules, tc, jobs=2)
+    assert raw.shape == (len(labels), len(FEATURES)) and len(labels) > 20
+    assert 0 < labels.sum() < len(labels)                 # -Oz inlines some call sites, not all
+    pol = MLPPolicy(list(FEATURES), hidden=(8,), seed=0)
+    fit = fit_imitation(pol, raw, labels)
+    assert fit["accuracy"] > 0.9
+    base = oz_sizes(c, tc, jobs=2, cache=None)
+    tr = SizeTrainer(str(tmp_path / "bc"), c.modules, base, tc, TrainConfig(jobs=2), pol)
+    ev = tr.evaluate(pol)
+    tr.close()
+    never = MLPPolicy(list(FEATURES), hidden=(8,), seed=0)
+    assert ev["failures"] == 0 and abs(ev["total_reward"]) < 0.05   # within 5 % of -Oz, unlike never inlining
+    assert tr.evaluate(never)["total_reward"] < ev["total_reward"]
+    tr.close()
