@@ -11,7 +11,7 @@ import pytest
 
 import mlbridge
 import plugin_driver
-from conftest import CORPUS, HERE, PLUGIN, PLUGIN_AOT, ROOT, model, opt_cmd, run
+from conftest import CORPUS, HAVE_GRPC, HERE, PLUGIN, PLUGIN_AOT, PLUGIN_FULL, ROOT, model, opt_cmd, run
 from linear_policy import LinearPolicy
 from mlbridge.llvm.logs import read_training_log, set_log_reward
 
@@ -93,6 +93,20 @@ def test_python_policy_over_pipes_log(tmp_path, ir_dir):
     assert res.returncode == 0 and res.decisions > 0, res.stderr
     dec, _, t = decisions(read_training_log(log))
     assert dec.tolist() == answers and t.steps == res.decisions
+
+
+@pytest.mark.skipif(not HAVE_GRPC, reason="plugin built without gRPC")
+def test_python_policy_over_grpc_log_equals_onnx(tmp_path, ir_dir):
+    ir = os.path.join(ir_dir, "interp.ll")
+    a, b = str(tmp_path / "onnx.log"), str(tmp_path / "grpc.log")
+    opt_log(ir, a, "-mlbridge-inline-runner=onnx", f"-mlbridge-inline-model={model('callee_bb_le_3.onnx')}")
+    server = mlbridge.GrpcServer(LinearPolicy({"callee_basic_block_count": 1}, 3)).start()
+    try:
+        opt_log(ir, b, "-mlbridge-inline-runner=grpc", f"-mlbridge-inline-address={server.target}", plugin=PLUGIN_FULL)
+    finally:
+        server.stop()
+    with open(a, "rb") as f, open(b, "rb") as g:
+        assert f.read() == g.read()
 
 
 def test_no_runner_logs_the_stock_heuristic_with_clang(tmp_path):
