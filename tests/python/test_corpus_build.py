@@ -35,7 +35,8 @@ def test_build_tests_recipe_end_to_end(tmp_path):
     assert first["corpus"] == corpus and first["compile_failures"] == []
     n_sources = len(source_files(recipes()["tests"], os.path.join(ROOT, "tests", "corpus")))
     assert first["compiled"] == n_sources and first["extract"]["modules"] == n_sources
-    assert first["lines"] == recipes()["tests"].lines       # what `corpus list` shows is measured
+    listed = {r["name"]: r for r in json.loads(mlbridge("corpus", "list", "--json").stdout)}
+    assert first["lines"] == listed["tests"]["lines"] > 0   # what `corpus list` shows is measured
     c = layout.load(corpus)
     names = [m.name for m in c.modules]
     assert "shapes.cpp.o" in names and "sort.c.o" in names
@@ -110,3 +111,52 @@ def test_optional_corpus_subcommands_plug_in(monkeypatch):
     assert cli.main(["corpus", "evaluate", "x"]) == 7
     monkeypatch.setitem(sys.modules, "mlbridge.cli.corpus_evaluate", None)   # import fails
     assert cli.main(["corpus", "evaluate", "x"]) == 2                        # unknown sub-command
+
+
+def _fake_pip(monkeypatch, archive):
+    """`pip download` replaced by a copy of ARCHIVE into the -d folder."""
+    from mlbridge.corpus.recipes import build as b
+    real_run = subprocess.run
+
+    def run(cmd, *a, **kw):
+        if cmd[1:4] == ["-m", "pip", "download"]:
+            shutil.copy(archive, cmd[cmd.index("-d") + 1])
+            return subprocess.CompletedProcess(cmd, 0, "", "")
+        return real_run(cmd, *a, **kw)
+    monkeypatch.setattr(b.subprocess, "run", run)
+
+
+def _sdist(tmp_path, members):
+    import io
+    import tarfile
+    path = tmp_path / "proj-1.0.tar.gz"
+    with tarfile.open(path, "w:gz") as t:
+        for name, text in members.items():
+            data = text.encode()
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            t.addfile(info, io.BytesIO(data))
+    return str(path)
+
+
+@pytest.mark.skipif(not CLANG, reason="clang-19 not installed")
+def test_fetch_checks_sha256_and_unpacks_safely(tmp_path, monkeypatch):
+    from mlbridge.corpus.recipes import build as b
+    from mlbridge.corpus.recipes.recipe import Recipe
+    good = _sdist(tmp_path, {"proj-1.0/src/a.c": "int a(int x) { return 2 * x; }\n"})
+    _fake_pip(monkeypatch, good)
+    r = Recipe(name="proj", version="1.0", language="c", domain="test", lines=1, sources=("src/*.c",),
+               pypi="proj", sha256=b.sha256_of(good))
+    res = b.build(r, cache=str(tmp_path / "cache"), jobs=1)
+    assert not res.failed and [m.name for m in layout.load(res.corpus).modules] == ["src/a.c.o"]
+    bad = Recipe(name="proj2", version="1.0", language="c", domain="test", lines=1, sources=("src/*.c",),
+                 pypi="proj", sha256="0" * 64)
+    with pytest.raises(b.BuildError, match="sha256"):
+        b.build(bad, cache=str(tmp_path / "cache"), jobs=1)
+    evil = _sdist(tmp_path, {"proj-1.0/src/a.c": "int a;\n", "../../evil.c": "int e;\n"})
+    _fake_pip(monkeypatch, evil)
+    r3 = Recipe(name="proj3", version="1.0", language="c", domain="test", lines=1, sources=("src/*.c",),
+                pypi="proj", sha256=b.sha256_of(evil))
+    with pytest.raises(b.BuildError, match="cannot unpack"):
+        b.build(r3, cache=str(tmp_path / "cache"), jobs=1)
+    assert not (tmp_path / "evil.c").exists() and not (tmp_path / "cache" / "evil.c").exists()

@@ -147,6 +147,26 @@ def test_lld_params_same_as_extract_ir(build, tmp_path):
 
 
 @needs_peer
+def test_macho_through_objcopy_same_as_extract_ir(tmp_path):
+    """Non-ELF objects go through --objcopy, with Mach-O's section names."""
+    if not CLANGXX:
+        pytest.skip("clang-19 not installed")
+    d = tmp_path / "objs"
+    d.mkdir()
+    subprocess.run([CLANGXX, "--target=x86_64-apple-macos11", *EMBED, "-c", SOURCES[-1], "-o",
+                    str(d / "shapes.o")], check=True, timeout=120)
+    secs = ["__LLVM,__bitcode", "__LLVM,__cmdline"]
+    theirs, ours = str(tmp_path / "theirs"), str(tmp_path / "ours")
+    peer("extract_ir", "--input", str(d), "--input_type", "directory", "--output_dir", theirs,
+         "--llvm_objcopy_path", OBJCOPY, "--bitcode_section_name", secs[0], "--cmd_section_name", secs[1])
+    p = mlbridge("corpus", "extract", str(d), "-o", ours, "--json", check=False)
+    assert p.returncode == 1 and "not an ELF object" in p.stdout    # without --objcopy: said so
+    mlbridge("corpus", "extract", str(d), "-o", ours, "-q", "--objcopy", OBJCOPY,
+             "--bitcode-section", secs[0], "--cmd-section", secs[1])
+    assert tree(theirs) == tree(ours) and len(tree(ours)) == 3
+
+
+@needs_peer
 def test_cmd_filter_same_as_extract_ir(build, tmp_path):
     theirs, ours = str(tmp_path / "theirs"), str(tmp_path / "ours")
     db = os.path.join(build, "compile_commands.json")
@@ -375,3 +395,27 @@ def test_elf_reader_survives_corruption(build, tmp_path):
         for v in got.values():
             assert v is None or v in b or v == b""
     check()
+
+
+def test_hostile_compile_commands(tmp_path):
+    """Object paths that would write outside the corpus are failures, not files."""
+    b = tmp_path / "b"
+    b.mkdir()
+    db = tmp_path / "compile_commands.json"
+    db.write_text(json.dumps([
+        {"directory": str(b), "arguments": ["cc", "-c", "a.c", "-o", "../escape.o"], "file": "a.c"},
+        {"directory": str(b), "arguments": ["cc", "-c", "b.c", "-o", "/etc/passwd.o"], "file": "b.c"},
+        {"directory": str(b), "arguments": ["cc", "-c", "c.c", "-o"], "file": "c.c"},
+        "not an object",
+    ]))
+    out = tmp_path / "out"
+    p = mlbridge("corpus", "extract", str(db), "-o", str(out), "--json", check=False)
+    assert p.returncode == 1
+    s = json.loads(p.stdout)
+    assert s["failed"] == 2 and s["skipped"] == 2 and s["modules"] == 0
+    assert sorted(os.listdir(tmp_path)) == ["b", "compile_commands.json", "out"]
+    assert not os.path.exists("/etc/passwd.o.bc")
+    assert mlbridge("corpus", "extract", str(tmp_path / "x.json"), "-o", str(out), check=False).returncode == 2
+    (tmp_path / "bad.json").write_text("{not json")
+    p = mlbridge("corpus", "extract", str(tmp_path / "bad.json"), "-o", str(out), check=False)
+    assert p.returncode == 1 and "not JSON" in p.stderr and "Traceback" not in p.stderr

@@ -227,12 +227,16 @@ def _recipes() -> Dict[str, Any]:
 
 
 def run_list(args: argparse.Namespace) -> int:
-    from ..corpus.recipes.build import default_cache
+    from ..corpus.recipes.build import count_lines, default_cache, repo_root, source_files
     cache = args.cache or default_cache()
     rows = []
     for r in _recipes().values():
         built = os.path.isfile(os.path.join(cache, r.name, "corpus_description.json"))
-        rows.append({"name": r.name, "version": r.version, "language": r.language, "lines": r.lines,
+        lines = r.lines
+        top = os.path.join(repo_root(), r.local) if r.local else ""
+        if top and os.path.isdir(top):     # files of the tree: counted, they change
+            lines = count_lines(r, top, source_files(r, top))
+        rows.append({"name": r.name, "version": r.version, "language": r.language, "lines": lines,
                      "domain": r.domain, "source": f"PyPI {r.pypi}" if r.pypi else r.local,
                      "built": built, "description": r.description})
     if args.json:

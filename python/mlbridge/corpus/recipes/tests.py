@@ -1,7 +1,8 @@
 from .recipe import Recipe
 
 RECIPE = Recipe(
-    name="tests", version="tree", language="c, c++", domain="CI (the files of tests/corpus)", lines=604,
+    # lines: counted by `corpus list`, since the files of the tree change
+    name="tests", version="tree", language="c, c++", domain="CI (the files of tests/corpus)", lines=0,
     description="tests/corpus: small C programs and one C++ file; builds in seconds, no download",
     local="tests/corpus", sources=("*.c", "*.cpp"),
 )
