@@ -36,16 +36,23 @@ class RecordLayout:
     observation is a single ``np.frombuffer`` whatever the feature count.
     """
 
-    def __init__(self, specs: Sequence[TensorSpec]) -> None:
+    def __init__(self, specs: Sequence[TensorSpec], max_bytes: int = DEFAULT_MAX_MESSAGE) -> None:
         self.specs = tuple(specs)
         self.names = tuple(s.name for s in specs)
         self.nbytes = sum(s.nbytes for s in specs)
-        self.dtype = np.dtype({
-            "names": list(self.names),
-            "formats": [(s.np_dtype, s.shape) if s.shape else s.np_dtype for s in specs],
-            "offsets": self._offsets(specs),
-            "itemsize": self.nbytes,
-        }) if specs else None
+        if self.nbytes > max_bytes:
+            # Specs come from the peer: a record that can never be accepted is refused up front.
+            raise ProtocolError(f"bitstream: tensors of {self.nbytes} bytes per record exceed the "
+                                f"{max_bytes}-byte message limit")
+        try:
+            self.dtype = np.dtype({
+                "names": list(self.names),
+                "formats": [(s.np_dtype, s.shape) if s.shape else s.np_dtype for s in specs],
+                "offsets": self._offsets(specs),
+                "itemsize": self.nbytes,
+            }) if specs else None
+        except (ValueError, TypeError, OverflowError) as exc:   # e.g. a dimension of 2^31 or more
+            raise ProtocolError(f"bitstream: tensor shapes numpy cannot lay out ({exc})") from None
         # Byte ranges of bool tensors, whose bytes must be 0 or 1.
         self.bools: List[Tuple[int, int, str]] = []
         off = 0
@@ -188,9 +195,9 @@ class BitstreamModelDecoder(Decoder):
                 # A new header where a message is expected: a new session.
                 return Restart("bitstream"), pos
             hdr = parse_header(obj)
+            self.layout = RecordLayout(hdr.features, self.max_message)
+            self.score_layout = RecordLayout((hdr.score,), self.max_message) if hdr.score is not None else None
             self.header = hdr
-            self.layout = RecordLayout(hdr.features)
-            self.score_layout = RecordLayout((hdr.score,)) if hdr.score is not None else None
             return hdr, nl + 1
         if self.header is None:
             raise ProtocolError("bitstream: the stream must start with a header line")
@@ -246,7 +253,7 @@ class BitstreamReplyDecoder(Decoder):
     def __init__(self, advice: Sequence[TensorSpec], max_message: int = DEFAULT_MAX_MESSAGE) -> None:
         super().__init__(max_message)
         _check_bitstream(advice, "advice")
-        self.layout = RecordLayout(advice)
+        self.layout = RecordLayout(advice, max_message)
         self.need = self.layout.nbytes
         self.count = 0
 
