@@ -6,8 +6,10 @@ stream ends the session. Model -> compiler: raw advice bytes, no framing.
 """
 from __future__ import annotations
 
+import math
+import struct
 from collections.abc import Mapping
-from typing import Any, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -20,6 +22,7 @@ from .jsonfmt import loads
 __all__ = ["BitstreamFormat", "BitstreamModelDecoder", "BitstreamReplyDecoder", "RecordLayout", "FeatureView"]
 
 _OBS_PREFIX = b'{"observation":'
+_F32_MAX = float(np.finfo(np.float32).max)
 _NL = 0x0A
 
 
@@ -73,7 +76,7 @@ class RecordLayout:
         """Read-only views of every tensor in ``data[offset:offset+nbytes]``."""
         if self.nbytes == 0:
             return FeatureView(None, self, offset)
-        rec = np.frombuffer(data, dtype=self.dtype, count=1, offset=offset).reshape(())
+        rec = np.ndarray((), self.dtype, data, offset)   # one 0-d record: each feature is a field view
         rec.flags.writeable = False
         return FeatureView(rec, self, offset)
 
@@ -319,6 +322,51 @@ class BitstreamFormat(WireFormat):
         if len(arrays) == 1:
             return _raw(arrays[0], advice[0]).tobytes()
         return b"".join(_raw(a, s).tobytes() for s, a in zip(advice, arrays))
+
+    def answer_encoder(self, advice: Sequence[TensorSpec]) -> Callable[[int, Any], bytes]:
+        """Precomputed per session: for one numeric advice of one element (every
+        LLVM advisor) an exact Python int/float, a numpy scalar or a one-element
+        array of the advice's own dtype is range-checked and packed with one
+        ``struct`` call; anything else takes the general path (coerce_all, same
+        checks and errors)."""
+        general = super().answer_encoder(advice)
+        if len(advice) != 1 or advice[0].numel != 1 or advice[0].type.kind not in "iuf":
+            return general
+        spec = advice[0]
+        target = spec.np_dtype
+        code = {1: "b", 2: "h", 4: "i" if target.kind != "f" else "f", 8: "q" if target.kind != "f" else "d"}
+        letter = code[target.itemsize]
+        pack = struct.Struct("<" + (letter.upper() if target.kind == "u" else letter)).pack
+        np_type = target.type
+        shapes = (spec.shape, ())
+        if target.kind == "f":
+            limit = _F32_MAX if target.itemsize == 4 else math.inf
+
+            def encode_float(id: int, value: Any) -> bytes:
+                t = type(value)
+                if t is float:
+                    # A float32 overflow is refused (inf and nan pass), as coerce does.
+                    if -limit <= value <= limit or value != value or value in (math.inf, -math.inf):
+                        return pack(value)
+                elif t is np_type:
+                    return pack(value)
+                elif t is np.ndarray and value.dtype == target and value.shape in shapes:
+                    return value.tobytes()
+                return general(id, value)
+            return encode_float
+        lo, hi = int(np.iinfo(target).min), int(np.iinfo(target).max)
+
+        def encode_int(id: int, value: Any) -> bytes:
+            t = type(value)
+            if t is int:
+                if lo <= value <= hi:
+                    return pack(value)
+            elif t is np_type:
+                return pack(value)
+            elif t is np.ndarray and value.dtype == target and value.shape in shapes:
+                return value.tobytes()
+            return general(id, value)
+        return encode_int
 
     def model_decoder(self, max_message: int = DEFAULT_MAX_MESSAGE) -> Decoder:
         return BitstreamModelDecoder(max_message)

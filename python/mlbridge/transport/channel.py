@@ -31,23 +31,49 @@ _POLLHUP = select.POLLHUP
 _POLLERR = select.POLLERR
 
 
+_UNARMED = -1.0   # Deadline.at before the clock was read (a real deadline is a monotonic time >= 0)
+
+
 class Deadline:
-    """A point in time; ``None`` seconds means never."""
+    """A point in time; ``None`` seconds means never.
 
-    __slots__ = ("at",)
+    ``lazy=True``: the clock starts at the first question asked (a wait that
+    is actually needed), and :meth:`rearm` starts it over without a new
+    object; hot paths keep one per channel, so a message whose bytes are
+    already there costs no clock read and no allocation.
+    """
 
-    def __init__(self, seconds: Optional[float]) -> None:
-        self.at = None if seconds is None else time.monotonic() + max(0.0, seconds)
+    __slots__ = ("at", "seconds")
+
+    def __init__(self, seconds: Optional[float], lazy: bool = False) -> None:
+        self.seconds = None if seconds is None else max(0.0, seconds)
+        if seconds is None:
+            self.at: Optional[float] = None
+        else:
+            self.at = _UNARMED if lazy else time.monotonic() + self.seconds
+
+    def rearm(self) -> None:
+        """Start over: the clock starts again at the next question."""
+        if self.seconds is not None:
+            self.at = _UNARMED
+
+    def _at(self) -> Optional[float]:
+        at = self.at
+        if at == _UNARMED:
+            at = self.at = time.monotonic() + self.seconds   # type: ignore[operator]
+        return at
 
     def remaining_ms(self) -> int:
         """Milliseconds left for poll(); -1 = forever; 0 = expired."""
-        if self.at is None:
+        at = self._at()
+        if at is None:
             return -1
-        left = self.at - time.monotonic()
+        left = at - time.monotonic()
         return 0 if left <= 0 else max(1, int(left * 1000 + 0.999))
 
     def expired(self) -> bool:
-        return self.at is not None and time.monotonic() >= self.at
+        at = self._at()
+        return at is not None and time.monotonic() >= at
 
 
 def _set_pipe_size(fd: int) -> None:
@@ -177,13 +203,23 @@ def write_all(fd: int, data: Any, deadline: Deadline, *, watch_hup: Optional[int
     ``watch_hup``: an fd whose hang-up means the peer is gone (the model
     watches BASE.out while writing to BASE.in, which it also holds open).
     """
+    off = 0
+    if type(data) is bytes:
+        # The common case: the message fits the pipe and goes in one call,
+        # without a memoryview or a clock read.
+        try:
+            off = os.write(fd, data)
+        except BlockingIOError:
+            pass
+        except BrokenPipeError:
+            raise PeerClosed(f"{what}: the peer closed its end (EPIPE)") from None
+        if off == len(data):
+            return
     mv = memoryview(data).cast("B")
     total = mv.nbytes
-    off = 0
     try:
         while True:
             try:
-                # The common case is one call: the message fits the pipe.
                 off += os.write(fd, mv[off:] if off else mv)
             except BlockingIOError:
                 pass
@@ -277,6 +313,7 @@ class ServerChannel:
         self.buf = InputBuffer()
         self._poller: Any = None
         self._poller_fd = -1
+        self._ready_hint = 0   # fill(): 1 = bytes were there without waiting; <= 0: calls since a probe
         try:
             for path in (self.in_path, self.out_path):
                 self._make_fifo(path)
@@ -324,9 +361,27 @@ class ServerChannel:
         return p
 
     def fill(self, need: int, deadline: Deadline) -> bool:
-        """Read until ``need`` bytes are buffered; False at end of stream."""
+        """Read until ``need`` bytes are buffered; False at end of stream.
+
+        While the bytes tend to be there already (the last non-blocking try
+        found them; re-probed every 16th call otherwise), a non-blocking read
+        comes first: one system call, no clock read. Otherwise, and whenever
+        that read would block, poll() waits with the deadline.
+        """
         buf = self.buf
         fd = self.out_fd
+        hint = self._ready_hint
+        if hint > 0 or hint == -16:
+            try:
+                if buf.read_from(fd, need) == 0:
+                    return False
+                self._ready_hint = 1
+            except BlockingIOError:
+                self._ready_hint = 0
+            if buf.end - buf.start >= need:
+                return True
+        else:
+            self._ready_hint = hint - 1
         poller = self._out_poller()
         while buf.end - buf.start < need:
             events = poller.poll(deadline.remaining_ms())
