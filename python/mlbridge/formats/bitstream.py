@@ -159,6 +159,29 @@ class BitstreamModelDecoder(Decoder):
         self._scan_pos = -1   # message start the scan position belongs to
         self._pending = ""    # what an incomplete message is, for truncation errors
 
+    def observation(self, data: Any, pos: int, end: int) -> Optional[Tuple[int, "FeatureView", int]]:
+        """The common message in the fewest steps: ``(id, features, next_pos)``
+        when a complete ``{"observation":N}`` line and its record start at
+        ``pos``; None for anything else (then :meth:`decode` says what it is,
+        or raises). Same checks as decode()."""
+        layout = self.layout
+        if layout is None:
+            return None
+        nl = data.find(b"\n", pos, end)
+        if nl < 0 or data[nl - 1] != 0x7D or data[pos:pos + 15] != _OBS_PREFIX:
+            return None
+        total = nl + 2 + layout.nbytes
+        if total > end or total - pos > self.max_message or data[total - 1] != _NL:
+            return None
+        try:
+            oid = int(data[pos + 15:nl - 1])
+        except ValueError:
+            return None
+        if layout.bools:
+            layout.check_bools(data, nl + 1, f"observation {oid}")
+        self.need = 1
+        return oid, layout.view(data, nl + 1), total
+
     def decode(self, data: Any, pos: int, end: int) -> Optional[Tuple[Any, int]]:
         avail = end - pos
         if avail <= 0:

@@ -459,7 +459,31 @@ class PipeServer:
         encode = fmt.answer_encoder(sess.advice)   # checks and layout worked out once per session
         on_context = getattr(policy, "on_context", None)
         send = self._send
+        # The hot path (bitstream, not recording): an observation whose bytes
+        # are all buffered is decoded, answered and sent in a few calls; any
+        # other message, a short buffer or an error goes through _next().
+        fast = getattr(dec, "observation", None) if self._rec is None else None
+        ch = self.channel
+        buf = ch.buf
+        fill, write = ch.fill, ch.write
+        deadline = self._msg_deadline
         while True:
+            if fast is not None:
+                if buf.end == buf.start:
+                    deadline.rearm()
+                    if not fill(1, deadline):
+                        sess.clean = True      # bitstream: end of stream at a message boundary
+                        return True
+                got = fast(buf.data, buf.start, buf.end)
+                if got is not None:
+                    oid, tensors, buf.start = got
+                    obs = Observation(oid, sess.context, sess, tensors)
+                    data = encode(oid, policy(obs))   # a policy error ends the session (bitstream cannot say)
+                    del obs, tensors, got   # drop views into the buffer before reading again
+                    deadline.rearm()
+                    write(data, deadline)
+                    sess.observations += 1
+                    continue
             try:
                 msg = self._next(dec)
             except _Eof:
