@@ -19,7 +19,10 @@ which goes first: mlbridge (``mlbridge.llvm.inline`` / ``regalloc_evict`` /
 Both must give the same decisions and byte-identical compiler output.
 
 Per advisor and agent: decisions, wall (spawn to exit, median), Python
-CPU per decision (this process's user+sys, all threads, median); the
+CPU per decision (this process's user+sys, all threads, median), and
+"busy" time, Python CPU + the compiler's CPU: the two processes take turns,
+so on an idle machine wall is about busy time plus wake-ups, and busy time
+is what a loaded machine cannot inflate by scheduling delays. The
 ratios mlbridge / raw are the medians of the per-pair ratios, so machine
 load that drifts over the run cancels out. One JSON line per advisor (like
 ``mlbridge-bench``) and a Markdown table at the end. The load average at
@@ -31,6 +34,7 @@ import argparse
 import json
 import os
 import random
+import resource
 import statistics
 import subprocess
 import sys
@@ -107,19 +111,24 @@ ADVISORS = {
 
 
 # ---- one run of each agent --------------------------------------------------------------
-def run_mlbridge(adv: Advisor, ir: str, out: str) -> Tuple[float, float, List[Any]]:
-    c0, t0 = time.process_time(), time.perf_counter()
+def children_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def run_mlbridge(adv: Advisor, ir: str, out: str) -> Tuple[float, float, float, List[Any]]:
+    k0, c0, t0 = children_cpu(), time.process_time(), time.perf_counter()
     res, decisions = adv.helper(ir, adv.policy, out_path=out, timeout=TIMEOUT)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     if not res.ok:
         raise RuntimeError(f"mlbridge run failed: {res.stderr.decode(errors='replace')[-500:]}")
-    return wall, cpu, decisions
+    return wall, cpu, children_cpu() - k0, decisions
 
 
-def run_raw(adv: Advisor, ir: str, out: str, folder: str) -> Tuple[float, float, List[Any]]:
+def run_raw(adv: Advisor, ir: str, out: str, folder: str) -> Tuple[float, float, float, List[Any]]:
     base, _ = raw_llvm_agent.make_channel(folder)
     cmd = [a.replace("{base}", base) for a in adv.command(ir, out)]
-    c0, t0 = time.process_time(), time.perf_counter()
+    k0, c0, t0 = children_cpu(), time.process_time(), time.perf_counter()
     proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     timer = threading.Timer(TIMEOUT, proc.kill)
     timer.start()
@@ -131,7 +140,7 @@ def run_raw(adv: Advisor, ir: str, out: str, folder: str) -> Tuple[float, float,
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     if rc != 0:
         raise RuntimeError(f"raw agent run failed (exit {rc})")
-    return wall, cpu, decisions
+    return wall, cpu, children_cpu() - k0, decisions
 
 
 def loadavg() -> str:
@@ -149,6 +158,7 @@ def bench(key: str, runs: int, scale: float, tmp: str) -> Dict[str, Any]:
     ir = adv.make_ir(src, os.path.join(tmp, f"{key}.ll"))
     walls: Dict[str, List[float]] = {"mlbridge": [], "raw": []}
     cpus: Dict[str, List[float]] = {"mlbridge": [], "raw": []}
+    busy: Dict[str, List[float]] = {"mlbridge": [], "raw": []}   # Python CPU + compiler CPU
     count = 0
     for r in range(runs):
         order = ["mlbridge", "raw"] if r % 2 == 0 else ["raw", "mlbridge"]
@@ -156,9 +166,10 @@ def bench(key: str, runs: int, scale: float, tmp: str) -> Dict[str, Any]:
         for agent in order:
             out = os.path.join(tmp, f"{key}-{agent}{adv.out_ext}")
             if agent == "mlbridge":
-                wall, cpu, decisions = run_mlbridge(adv, ir, out)
+                wall, cpu, child, decisions = run_mlbridge(adv, ir, out)
             else:
-                wall, cpu, decisions = run_raw(adv, ir, out, tmp)
+                wall, cpu, child, decisions = run_raw(adv, ir, out, tmp)
+            busy[agent].append(cpu + child)
             with open(out, "rb") as f:
                 got[agent] = (decisions, f.read())
             walls[agent].append(wall)
@@ -171,11 +182,14 @@ def bench(key: str, runs: int, scale: float, tmp: str) -> Dict[str, Any]:
     n = max(count, 1)
     wall_ratio = statistics.median(m / r for m, r in zip(walls["mlbridge"], walls["raw"]))
     cpu_ratio = statistics.median(m / r for m, r in zip(cpus["mlbridge"], cpus["raw"]))
+    busy_ratio = statistics.median(m / r for m, r in zip(busy["mlbridge"], busy["raw"]))
     return {
         "bench": "advisor_overhead", "advisor": key, "what": adv.name, "decisions": count, "runs": runs,
         "wall_s": {a: round(statistics.median(v), 4) for a, v in walls.items()},
         "cpu_us_per_decision": {a: round(statistics.median(v) / n * 1e6, 2) for a, v in cpus.items()},
         "wall_ratio": round(wall_ratio, 3), "cpu_ratio": round(cpu_ratio, 3),
+        "busy_s": {a: round(statistics.median(v), 4) for a, v in busy.items()}, "busy_ratio": round(busy_ratio, 3),
+        "wall_runs_s": {a: [round(x, 3) for x in v] for a, v in walls.items()},
     }
 
 
@@ -203,11 +217,12 @@ def main(argv: Sequence[str]) -> int:
         with open(args.json_out, "w") as f:
             f.writelines(json.dumps(r) + "\n" for r in rows)
     print(f"\nload average at start {load0}, at end {loadavg()}; {args.runs} alternating runs per agent\n")
-    print("| advisor (stock LLVM 19) | decisions | wall mlbridge / raw | Python CPU per decision, mlbridge vs raw |")
-    print("|---|---:|---:|---:|")
+    print("| advisor (stock LLVM 19) | decisions | wall mlbridge / raw | busy (Python + compiler CPU) mlbridge / raw "
+          "| Python CPU per decision, mlbridge vs raw |")
+    print("|---|---:|---:|---:|---:|")
     for r in rows:
         c = r["cpu_us_per_decision"]
-        print(f"| {r['what']} | {r['decisions']:,} | {r['wall_ratio']:.2f}x | "
+        print(f"| {r['what']} | {r['decisions']:,} | {r['wall_ratio']:.2f}x | {r['busy_ratio']:.2f}x | "
               f"{c['mlbridge']:.1f} vs {c['raw']:.1f} us ({r['cpu_ratio']:.2f}x) |")
     return 0
 
