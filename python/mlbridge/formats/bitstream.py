@@ -163,7 +163,10 @@ class BitstreamModelDecoder(Decoder):
         """The common message in the fewest steps: ``(id, features, next_pos)``
         when a complete ``{"observation":N}`` line and its record start at
         ``pos``; None for anything else (then :meth:`decode` says what it is,
-        or raises). Same checks as decode()."""
+        or raises). Same checks as decode(). After None, ``need`` is the
+        bytes from ``pos`` an observation still arriving needs (0 if it is
+        not one): the caller can read them and ask again."""
+        self.need = 0
         layout = self.layout
         if layout is None:
             return None
@@ -171,7 +174,12 @@ class BitstreamModelDecoder(Decoder):
         if nl < 0 or data[nl - 1] != 0x7D or data[pos:pos + 15] != _OBS_PREFIX:
             return None
         total = nl + 2 + layout.nbytes
-        if total > end or total - pos > self.max_message or data[total - 1] != _NL:
+        if total - pos > self.max_message:
+            return None
+        if total > end:
+            self.need = total - pos
+            return None
+        if data[total - 1] != _NL:
             return None
         try:
             oid = int(data[pos + 15:nl - 1])

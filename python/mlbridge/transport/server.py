@@ -475,6 +475,11 @@ class PipeServer:
                         sess.clean = True      # bitstream: end of stream at a message boundary
                         return True
                 got = fast(buf.data, buf.start, buf.end)
+                if got is None and dec.need:
+                    # An observation still arriving (a big record comes in pieces): read the rest.
+                    deadline.rearm()
+                    if fill(dec.need, deadline):
+                        got = fast(buf.data, buf.start, buf.end)
                 if got is not None:
                     oid, tensors, buf.start = got
                     obs = Observation(oid, sess.context, sess, tensors)
