@@ -76,7 +76,9 @@ class RecordLayout:
         """Read-only views of every tensor in ``data[offset:offset+nbytes]``."""
         if self.nbytes == 0:
             return FeatureView(None, self, offset)
-        rec = np.ndarray((), self.dtype, data, offset)   # one 0-d record: each feature is a field view
+        # frombuffer, not np.ndarray(buffer=...): its view holds a buffer export,
+        # which is how InputBuffer knows not to overwrite bytes a policy kept.
+        rec = np.frombuffer(data, self.dtype, 1, offset).reshape(())
         rec.flags.writeable = False
         return FeatureView(rec, self, offset)
 

@@ -326,6 +326,20 @@ class _ReadWatchdog:
             self._thread.join(timeout=2.0)
 
 
+# Channels with a watchdog: a forked child has none of their threads, so it
+# starts its own at its next blocking read.
+_WATCHED: "weakref.WeakSet[ServerChannel]" = weakref.WeakSet()
+
+
+def _forget_watchdogs() -> None:
+    for ch in list(_WATCHED):
+        ch._watchdog = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_watchdogs)
+
+
 class ServerChannel:
     """The model's end: creates the folder and FIFOs, holds them open between sessions.
 
@@ -416,6 +430,7 @@ class ServerChannel:
             wd = self._watchdog
             if wd is None:
                 wd = self._watchdog = _ReadWatchdog(self)
+                _WATCHED.add(self)
             while buf.end - buf.start < need:
                 self._reading = deadline
                 try:
