@@ -80,3 +80,31 @@ def test_no_timeout_means_reads_wait():
         t.join(10)
         os.close(fin)
         assert got[0].clean is True and got[0].observations == 1
+
+
+def test_forked_child_still_times_out():
+    """The watchdog thread does not survive fork(): the child starts its own."""
+    with mlbridge.PipeServer(format="bitstream", timeout=0.3) as srv:
+        got: list = []
+        t = _serve_in_thread(srv, lambda obs: 1, got)
+        fin, fout = _connect(srv.base)
+        os.write(fout, B.header(FEATS, ADV) + B.observation(0, FEATS, [np.array([1])]))
+        assert os.read(fin, 8) == np.int64(1).tobytes()
+        os.close(fout)
+        t.join(10)
+        os.close(fin)
+        assert srv.channel._watchdog is not None
+        pid = os.fork()
+        if pid == 0:   # the child: a compiler that stalls mid-message must time out
+            code = 1
+            try:
+                child: list = []
+                t = _serve_in_thread(srv, lambda obs: 1, child)
+                fin, fout = _connect(srv.base)
+                os.write(fout, B.header(FEATS, ADV) + b'{"observation":0}\n')
+                t.join(5)
+                code = 0 if child and "ChannelTimeout" in (child[0].error or "") else 2
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
