@@ -3,14 +3,34 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Iterable, List, Mapping, Sequence, Tuple, Union
+from typing import Any, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
 from . import dtypes as _dt
 from .errors import ProtocolError
 
-__all__ = ["TensorSpec", "specs_from_json", "specs_to_json", "json_string"]
+__all__ = ["TensorSpec", "specs_from_json", "specs_to_json", "json_string", "MAX_DIMS", "shape_problem"]
+
+#: Most dimensions a tensor may have (numpy's limit, and the C++ decoders').
+MAX_DIMS = 64
+_SIZE_MAX = (1 << 63) - 1
+
+
+def shape_problem(shape: Sequence[int], itemsize: int = 1) -> Optional[str]:
+    """Why ``shape`` cannot be a tensor, or None: more than MAX_DIMS
+    dimensions, or a size (product of the non-zero dimensions, in bytes)
+    beyond what numpy and int64 arithmetic can hold. Dimensions must
+    already be integers >= 0. Shapes come from peers: check before numpy."""
+    if len(shape) > MAX_DIMS:
+        return f"{len(shape)} dimensions (at most {MAX_DIMS})"
+    n = max(itemsize, 1)
+    for d in shape:
+        if d:
+            n *= d
+            if n > _SIZE_MAX:
+                return f"shape {list(shape)} is too large"
+    return None
 
 
 def json_string(text: str) -> str:
@@ -47,6 +67,9 @@ class TensorSpec:
             if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 0:
                 raise ValueError(f"tensor {name!r}: bad shape {list(shape)!r} (dimensions are integers >= 0)")
             dims.append(int(d))
+        problem = shape_problem(dims, row.itemsize or 1)
+        if problem is not None:
+            raise ValueError(f"tensor {name!r}: {problem}")
         if isinstance(port, bool) or not isinstance(port, (int, np.integer)):
             raise ValueError(f"tensor {name!r}: port must be an integer, got {port!r}")
         object.__setattr__(self, "name", name)

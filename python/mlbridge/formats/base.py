@@ -2,7 +2,7 @@
 incremental decoders that consume bytes from a buffer."""
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence, Tuple
+from typing import Any, Callable, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -72,6 +72,19 @@ class WireFormat:
 
     def reply(self, id: int, advice: Sequence[TensorSpec], arrays: Sequence[np.ndarray]) -> bytes:
         raise NotImplementedError
+
+    def answer_encoder(self, advice: Sequence[TensorSpec]) -> Callable[[int, Any], bytes]:
+        """``encode(id, value) -> reply bytes`` for one session's advice specs:
+        the value checked as :func:`mlbridge.core.values.coerce_all` checks it
+        (SpecMismatch otherwise). Built once per session; formats override it
+        with precomputed fast paths."""
+        from ..core.values import coerce_all   # late: values imports nothing of formats, but keep base light
+        advice = tuple(advice)
+        reply = self.reply
+
+        def encode(id: int, value: Any) -> bytes:
+            return reply(id, advice, coerce_all(value, advice, "advice"))
+        return encode
 
     def error(self, id: int, message: str) -> bytes:
         """Error reply (framed formats only; bitstream cannot carry errors)."""

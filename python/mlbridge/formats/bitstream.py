@@ -6,8 +6,10 @@ stream ends the session. Model -> compiler: raw advice bytes, no framing.
 """
 from __future__ import annotations
 
+import math
+import struct
 from collections.abc import Mapping
-from typing import Any, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -20,6 +22,7 @@ from .jsonfmt import loads
 __all__ = ["BitstreamFormat", "BitstreamModelDecoder", "BitstreamReplyDecoder", "RecordLayout", "FeatureView"]
 
 _OBS_PREFIX = b'{"observation":'
+_F32_MAX = float(np.finfo(np.float32).max)
 _NL = 0x0A
 
 
@@ -36,16 +39,23 @@ class RecordLayout:
     observation is a single ``np.frombuffer`` whatever the feature count.
     """
 
-    def __init__(self, specs: Sequence[TensorSpec]) -> None:
+    def __init__(self, specs: Sequence[TensorSpec], max_bytes: int = DEFAULT_MAX_MESSAGE) -> None:
         self.specs = tuple(specs)
         self.names = tuple(s.name for s in specs)
         self.nbytes = sum(s.nbytes for s in specs)
-        self.dtype = np.dtype({
-            "names": list(self.names),
-            "formats": [(s.np_dtype, s.shape) if s.shape else s.np_dtype for s in specs],
-            "offsets": self._offsets(specs),
-            "itemsize": self.nbytes,
-        }) if specs else None
+        if self.nbytes > max_bytes:
+            # Specs come from the peer: a record that can never be accepted is refused up front.
+            raise ProtocolError(f"bitstream: tensors of {self.nbytes} bytes per record exceed the "
+                                f"{max_bytes}-byte message limit")
+        try:
+            self.dtype = np.dtype({
+                "names": list(self.names),
+                "formats": [(s.np_dtype, s.shape) if s.shape else s.np_dtype for s in specs],
+                "offsets": self._offsets(specs),
+                "itemsize": self.nbytes,
+            }) if specs else None
+        except (ValueError, TypeError, OverflowError) as exc:   # e.g. a dimension of 2^31 or more
+            raise ProtocolError(f"bitstream: tensor shapes numpy cannot lay out ({exc})") from None
         # Byte ranges of bool tensors, whose bytes must be 0 or 1.
         self.bools: List[Tuple[int, int, str]] = []
         off = 0
@@ -66,7 +76,9 @@ class RecordLayout:
         """Read-only views of every tensor in ``data[offset:offset+nbytes]``."""
         if self.nbytes == 0:
             return FeatureView(None, self, offset)
-        rec = np.frombuffer(data, dtype=self.dtype, count=1, offset=offset).reshape(())
+        # frombuffer, not np.ndarray(buffer=...): its view holds a buffer export,
+        # which is how InputBuffer knows not to overwrite bytes a policy kept.
+        rec = np.frombuffer(data, self.dtype, 1, offset).reshape(())
         rec.flags.writeable = False
         return FeatureView(rec, self, offset)
 
@@ -149,6 +161,37 @@ class BitstreamModelDecoder(Decoder):
         self._scan_pos = -1   # message start the scan position belongs to
         self._pending = ""    # what an incomplete message is, for truncation errors
 
+    def observation(self, data: Any, pos: int, end: int) -> Optional[Tuple[int, "FeatureView", int]]:
+        """The common message in the fewest steps: ``(id, features, next_pos)``
+        when a complete ``{"observation":N}`` line and its record start at
+        ``pos``; None for anything else (then :meth:`decode` says what it is,
+        or raises). Same checks as decode(). After None, ``need`` is the
+        bytes from ``pos`` an observation still arriving needs (0 if it is
+        not one): the caller can read them and ask again."""
+        self.need = 0
+        layout = self.layout
+        if layout is None:
+            return None
+        nl = data.find(b"\n", pos, end)
+        if nl < 0 or data[nl - 1] != 0x7D or data[pos:pos + 15] != _OBS_PREFIX:
+            return None
+        total = nl + 2 + layout.nbytes
+        if total - pos > self.max_message:
+            return None
+        if total > end:
+            self.need = total - pos
+            return None
+        if data[total - 1] != _NL:
+            return None
+        try:
+            oid = int(data[pos + 15:nl - 1])
+        except ValueError:
+            return None
+        if layout.bools:
+            layout.check_bools(data, nl + 1, f"observation {oid}")
+        self.need = 1
+        return oid, layout.view(data, nl + 1), total
+
     def decode(self, data: Any, pos: int, end: int) -> Optional[Tuple[Any, int]]:
         avail = end - pos
         if avail <= 0:
@@ -188,9 +231,9 @@ class BitstreamModelDecoder(Decoder):
                 # A new header where a message is expected: a new session.
                 return Restart("bitstream"), pos
             hdr = parse_header(obj)
+            self.layout = RecordLayout(hdr.features, self.max_message)
+            self.score_layout = RecordLayout((hdr.score,), self.max_message) if hdr.score is not None else None
             self.header = hdr
-            self.layout = RecordLayout(hdr.features)
-            self.score_layout = RecordLayout((hdr.score,)) if hdr.score is not None else None
             return hdr, nl + 1
         if self.header is None:
             raise ProtocolError("bitstream: the stream must start with a header line")
@@ -246,7 +289,7 @@ class BitstreamReplyDecoder(Decoder):
     def __init__(self, advice: Sequence[TensorSpec], max_message: int = DEFAULT_MAX_MESSAGE) -> None:
         super().__init__(max_message)
         _check_bitstream(advice, "advice")
-        self.layout = RecordLayout(advice)
+        self.layout = RecordLayout(advice, max_message)
         self.need = self.layout.nbytes
         self.count = 0
 
@@ -312,6 +355,51 @@ class BitstreamFormat(WireFormat):
         if len(arrays) == 1:
             return _raw(arrays[0], advice[0]).tobytes()
         return b"".join(_raw(a, s).tobytes() for s, a in zip(advice, arrays))
+
+    def answer_encoder(self, advice: Sequence[TensorSpec]) -> Callable[[int, Any], bytes]:
+        """Precomputed per session: for one numeric advice of one element (every
+        LLVM advisor) an exact Python int/float, a numpy scalar or a one-element
+        array of the advice's own dtype is range-checked and packed with one
+        ``struct`` call; anything else takes the general path (coerce_all, same
+        checks and errors)."""
+        general = super().answer_encoder(advice)
+        if len(advice) != 1 or advice[0].numel != 1 or advice[0].type.kind not in "iuf":
+            return general
+        spec = advice[0]
+        target = spec.np_dtype
+        code = {1: "b", 2: "h", 4: "i" if target.kind != "f" else "f", 8: "q" if target.kind != "f" else "d"}
+        letter = code[target.itemsize]
+        pack = struct.Struct("<" + (letter.upper() if target.kind == "u" else letter)).pack
+        np_type = target.type
+        shapes = (spec.shape, ())
+        if target.kind == "f":
+            limit = _F32_MAX if target.itemsize == 4 else math.inf
+
+            def encode_float(id: int, value: Any) -> bytes:
+                t = type(value)
+                if t is float:
+                    # A float32 overflow is refused (inf and nan pass), as coerce does.
+                    if -limit <= value <= limit or value != value or value in (math.inf, -math.inf):
+                        return pack(value)
+                elif t is np_type:
+                    return pack(value)
+                elif t is np.ndarray and value.dtype == target and value.shape in shapes:
+                    return value.tobytes()
+                return general(id, value)
+            return encode_float
+        lo, hi = int(np.iinfo(target).min), int(np.iinfo(target).max)
+
+        def encode_int(id: int, value: Any) -> bytes:
+            t = type(value)
+            if t is int:
+                if lo <= value <= hi:
+                    return pack(value)
+            elif t is np_type:
+                return pack(value)
+            elif t is np.ndarray and value.dtype == target and value.shape in shapes:
+                return value.tobytes()
+            return general(id, value)
+        return encode_int
 
     def model_decoder(self, max_message: int = DEFAULT_MAX_MESSAGE) -> Decoder:
         return BitstreamModelDecoder(max_message)

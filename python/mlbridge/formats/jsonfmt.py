@@ -14,7 +14,7 @@ import numpy as np
 from ..core import dtypes as _dt
 from ..core.errors import ProtocolError
 from ..core.messages import Context, End, Header, Observation, Reply, NamedTensor, PROTOCOL_VERSION
-from ..core.spec import TensorSpec, json_string, specs_from_json, specs_to_json
+from ..core.spec import TensorSpec, json_string, shape_problem, specs_from_json, specs_to_json
 from .framing import FramedFormat
 
 try:  # orjson is much faster; it is optional at run time.
@@ -170,6 +170,9 @@ def tensor_from_json(obj: Any, where: str) -> NamedTensor:
         raise ProtocolError(f"json: tensor {name!r}: unknown type {typ!r}")
     if not isinstance(shape, list) or not all(type(d) is int and d >= 0 for d in shape):
         raise ProtocolError(f"json: tensor {name!r}: bad shape {shape!r}")
+    problem = shape_problem(shape, row.itemsize)
+    if problem is not None:
+        raise ProtocolError(f"json: tensor {name!r}: {problem}")
     if not isinstance(data, list):
         raise ProtocolError(f"json: tensor {name!r}: data must be a list")
     n = math.prod(shape)
@@ -182,10 +185,10 @@ def tensor_from_json(obj: Any, where: str) -> NamedTensor:
 
 def _array(data: List[Any], row: _dt.DType, shape: Tuple[int, ...], name: str) -> np.ndarray:
     target = row.np_dtype
-    if not data:
-        return np.empty(shape, dtype=target)
     kind = row.kind
     try:
+        if not data:
+            return np.empty(shape, dtype=target)
         if kind == "f":
             try:
                 arr = np.array(data, dtype=np.float64)

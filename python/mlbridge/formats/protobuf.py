@@ -12,7 +12,7 @@ from ..core import dtypes as _dt
 from .._proto import mlbridge_pb2 as pb
 from ..core.errors import ProtocolError
 from ..core.messages import PROTOCOL_VERSION, Context, End, Header, NamedTensor, Observation, Reply
-from ..core.spec import TensorSpec, check_unique
+from ..core.spec import TensorSpec, check_unique, shape_problem
 from .framing import FramedFormat
 
 __all__ = ["ProtobufFormat", "pb"]
@@ -56,6 +56,9 @@ def _tensor(t: Any, where: str) -> NamedTensor:
     shape = tuple(t.shape)
     if shape and min(shape) < 0:
         raise ProtocolError(f"protobuf: {where}: tensor {name!r}: negative dimension in {list(shape)}")
+    problem = shape_problem(shape, row.itemsize) if len(shape) > 1 else None
+    if problem is not None:
+        raise ProtocolError(f"protobuf: {where}: tensor {name!r}: {problem}")
     n = math.prod(shape)
     if row.proto == 12:   # STRING
         items = t.string_data

@@ -136,20 +136,37 @@ def priority_command(ir_path: str, out_path: str = os.devnull, *, extra_args: Se
 # ---- running --------------------------------------------------------------------
 class _Recorder:
     """Wraps a policy: keeps every answer (as a Python scalar) and forwards
-    the optional Model hooks."""
+    the optional Model hooks. The server checks answers; this only records."""
 
     def __init__(self, policy: Any) -> None:
         self.policy = policy
         self.decisions: List[Any] = []
+        self._session: Any = None
+        self._exact: Any = None    # the Python type recorded as is (int or float advice of one element)
+        self._convert: Any = None  # how other scalars are recorded (int or float), None: general path
+
+    def _prepare(self, session: Any) -> None:
+        self._session = session
+        advice = session.advice
+        self._exact = self._convert = None
+        if len(advice) == 1 and advice[0].dtype != "bool":
+            self._convert = float if advice[0].dtype in ("float", "double") else int
+            self._exact = self._convert
 
     def __call__(self, obs: Any) -> Any:
         value = self.policy(obs)
-        advice = obs.session.advice
-        if isinstance(value, (int, float, np.generic)) and len(advice) == 1 and advice[0].dtype != "bool":
-            # Fast path (the usual LLVM case): one scalar; the server checks it.
-            self.decisions.append(float(value) if advice[0].dtype in ("float", "double") else int(value))
+        if obs.session is not self._session:
+            self._prepare(obs.session)
+        t = type(value)
+        if t is self._exact:
+            self.decisions.append(value)
             return value
-        arrays = coerce_all(value, advice, "advice")
+        convert = self._convert
+        if convert is not None and isinstance(value, (int, float, np.generic)):
+            # One scalar (the usual LLVM case); the server checks it.
+            self.decisions.append(convert(value))
+            return value
+        arrays = coerce_all(value, obs.session.advice, "advice")
         self.decisions.append(arrays[0].reshape(-1)[0].item() if len(arrays) == 1 and arrays[0].size == 1
                               else tuple(a.copy() for a in arrays))
         return arrays[0] if len(arrays) == 1 else tuple(arrays)

@@ -17,6 +17,7 @@ import numpy as np
 from .. import formats as _formats
 from ..core.errors import ProtocolError
 from ..core.messages import Context, End, Header, Observation, Outcome, Preamble, Reply, Restart
+from ..formats.base import DEFAULT_MAX_MESSAGE
 
 from .training_log import (REWARD_DELTA, TrainingLog, Trajectory, read_training_log, relative_reward,  # noqa: F401
                            reward_sidecar, set_final_score, set_log_reward)
@@ -54,13 +55,14 @@ def _load(path: Union[str, "os.PathLike[str]"]) -> Any:
 class _Replies:
     """Walks a replies stream (recorded NAME.in) in step with the observations."""
 
-    def __init__(self, data: Any) -> None:
+    def __init__(self, data: Any, max_message: int) -> None:
         self.data = data
         self.pos = 0
         self.dec: Any = None
+        self.max_message = max_message
 
     def start(self, fmt: Any, header: Header) -> None:
-        self.dec = fmt.compiler_decoder(header.advice)
+        self.dec = fmt.compiler_decoder(header.advice, self.max_message)
 
     def next(self) -> Optional[Reply]:
         while self.dec is not None and self.pos < len(self.data):
@@ -75,16 +77,19 @@ class _Replies:
 
 
 def read_log(path: Union[str, "os.PathLike[str]"],
-             replies: Optional[Union[str, "os.PathLike[str]"]] = None) -> Iterator[LogRecord]:
+             replies: Optional[Union[str, "os.PathLike[str]"]] = None, *,
+             max_message: int = DEFAULT_MAX_MESSAGE) -> Iterator[LogRecord]:
     """Yield the observations of a log, in order.
 
     ``path``: an LLVM training log or interactive stream (bitstream; a
     ``"score"`` in the header and ``{"outcome":N}`` records are understood) or
     a recorded session ``NAME.out`` in any format. ``replies``: the matching
     ``NAME.in`` to pair each observation with the model's advice.
+    ``max_message``: largest message (and so tensor) accepted, in bytes.
+    Malformed or oversized input raises ProtocolError, nothing else.
     """
     data = _load(path)
-    rep = _Replies(_load(replies)) if replies is not None else None
+    rep = _Replies(_load(replies), max_message) if replies is not None else None
     end = len(data)
     pos = 0
     session = -1
@@ -98,7 +103,7 @@ def read_log(path: Union[str, "os.PathLike[str]"],
             kind = _formats.detect(data, pos, end)
             if kind is None:
                 raise ProtocolError(f"{path}: truncated at byte {pos}")
-            dec = _formats.model_decoder_for(kind)
+            dec = _formats.model_decoder_for(kind, max_message)
             fmt = _formats.get_format(kind)
         got = dec.decode(data, pos, end)
         if got is None:

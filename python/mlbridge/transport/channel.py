@@ -14,7 +14,9 @@ import stat
 import struct
 import tempfile
 import termios
+import threading
 import time
+import weakref
 from typing import Any, Iterable, Optional, Sequence
 
 from ..core.errors import ChannelTimeout, MLBridgeError, PeerClosed
@@ -31,23 +33,49 @@ _POLLHUP = select.POLLHUP
 _POLLERR = select.POLLERR
 
 
+_UNARMED = -1.0   # Deadline.at before the clock was read (a real deadline is a monotonic time >= 0)
+
+
 class Deadline:
-    """A point in time; ``None`` seconds means never."""
+    """A point in time; ``None`` seconds means never.
 
-    __slots__ = ("at",)
+    ``lazy=True``: the clock starts at the first question asked (a wait that
+    is actually needed), and :meth:`rearm` starts it over without a new
+    object; hot paths keep one per channel, so a message whose bytes are
+    already there costs no clock read and no allocation.
+    """
 
-    def __init__(self, seconds: Optional[float]) -> None:
-        self.at = None if seconds is None else time.monotonic() + max(0.0, seconds)
+    __slots__ = ("at", "seconds")
+
+    def __init__(self, seconds: Optional[float], lazy: bool = False) -> None:
+        self.seconds = None if seconds is None else max(0.0, seconds)
+        if seconds is None:
+            self.at: Optional[float] = None
+        else:
+            self.at = _UNARMED if lazy else time.monotonic() + self.seconds
+
+    def rearm(self) -> None:
+        """Start over: the clock starts again at the next question."""
+        if self.seconds is not None:
+            self.at = _UNARMED
+
+    def _at(self) -> Optional[float]:
+        at = self.at
+        if at == _UNARMED:
+            at = self.at = time.monotonic() + self.seconds   # type: ignore[operator]
+        return at
 
     def remaining_ms(self) -> int:
         """Milliseconds left for poll(); -1 = forever; 0 = expired."""
-        if self.at is None:
+        at = self._at()
+        if at is None:
             return -1
-        left = self.at - time.monotonic()
+        left = at - time.monotonic()
         return 0 if left <= 0 else max(1, int(left * 1000 + 0.999))
 
     def expired(self) -> bool:
-        return self.at is not None and time.monotonic() >= self.at
+        at = self._at()
+        return at is not None and time.monotonic() >= at
 
 
 def _set_pipe_size(fd: int) -> None:
@@ -177,13 +205,23 @@ def write_all(fd: int, data: Any, deadline: Deadline, *, watch_hup: Optional[int
     ``watch_hup``: an fd whose hang-up means the peer is gone (the model
     watches BASE.out while writing to BASE.in, which it also holds open).
     """
+    off = 0
+    if type(data) is bytes:
+        # The common case: the message fits the pipe and goes in one call,
+        # without a memoryview or a clock read.
+        try:
+            off = os.write(fd, data)
+        except BlockingIOError:
+            pass
+        except BrokenPipeError:
+            raise PeerClosed(f"{what}: the peer closed its end (EPIPE)") from None
+        if off == len(data):
+            return
     mv = memoryview(data).cast("B")
     total = mv.nbytes
-    off = 0
     try:
         while True:
             try:
-                # The common case is one call: the message fits the pipe.
                 off += os.write(fd, mv[off:] if off else mv)
             except BlockingIOError:
                 pass
@@ -257,6 +295,51 @@ def channel_base(base: Optional[str], parent: Optional[str] = None) -> tuple:
     return base, created
 
 
+class _ReadWatchdog:
+    """Bounds ServerChannel's blocking reads: a daemon thread that looks, a
+    few times per timeout, whether the read in progress has outlived its
+    deadline, and wakes it if so (ServerChannel._kick). Costs the reader
+    nothing per message: it only publishes which deadline it waits on."""
+
+    def __init__(self, channel: "ServerChannel") -> None:
+        self._channel = weakref.ref(channel)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="mlbridge-read-watchdog", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            ch = self._channel()
+            if ch is None:
+                return
+            d = ch._reading
+            period = 0.5 if d is None or d.seconds is None else min(0.5, max(0.005, d.seconds / 8))
+            if d is not None and d.expired():
+                ch._kick(d)
+            del ch, d
+            if self._stop.wait(period):
+                return
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not threading.current_thread():
+            self._thread.join(timeout=2.0)
+
+
+# Channels with a watchdog: a forked child has none of their threads, so it
+# starts its own at its next blocking read.
+_WATCHED: "weakref.WeakSet[ServerChannel]" = weakref.WeakSet()
+
+
+def _forget_watchdogs() -> None:
+    for ch in list(_WATCHED):
+        ch._watchdog = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_watchdogs)
+
+
 class ServerChannel:
     """The model's end: creates the folder and FIFOs, holds them open between sessions.
 
@@ -277,6 +360,13 @@ class ServerChannel:
         self.buf = InputBuffer()
         self._poller: Any = None
         self._poller_fd = -1
+        # Blocking reads bounded by a watchdog (see fill): the descriptor, the
+        # out_fd it was opened for, and what the watchdog looks at.
+        self._blk_fd = -1
+        self._blk_for = -1
+        self._reading: Optional[Deadline] = None
+        self._kicked = False
+        self._watchdog: Optional[_ReadWatchdog] = None
         try:
             for path in (self.in_path, self.out_path):
                 self._make_fifo(path)
@@ -324,8 +414,35 @@ class ServerChannel:
         return p
 
     def fill(self, need: int, deadline: Deadline) -> bool:
-        """Read until ``need`` bytes are buffered; False at end of stream."""
+        """Read until ``need`` bytes are buffered; False at end of stream.
+
+        The read blocks, like a hand-written agent's: one system call per
+        message, no poll() and no clock read. The deadline still holds: a
+        watchdog thread (one per channel, waking a few times per timeout)
+        sees a read that outlives it and wakes the reader by writing one byte
+        into BASE.out; the reader then raises ChannelTimeout and the session
+        is hung up (fresh FIFOs), so the byte never reaches a later session.
+        Without a blocking descriptor, poll() waits instead.
+        """
         buf = self.buf
+        if deadline.seconds is not None and self._blocking_fd() >= 0:
+            fd = self._blk_fd
+            wd = self._watchdog
+            if wd is None:
+                wd = self._watchdog = _ReadWatchdog(self)
+                _WATCHED.add(self)
+            while buf.end - buf.start < need:
+                self._reading = deadline
+                try:
+                    n = buf.read_from(fd, need)
+                finally:
+                    self._reading = None
+                if self._kicked:
+                    self._kicked = False
+                    raise ChannelTimeout(f"no data from the compiler within the timeout ({self.base})")
+                if n == 0:
+                    return False
+            return True
         fd = self.out_fd
         poller = self._out_poller()
         while buf.end - buf.start < need:
@@ -338,6 +455,42 @@ class ServerChannel:
             except BlockingIOError:
                 continue
         return True
+
+    def _blocking_fd(self) -> int:
+        """A blocking descriptor on the current BASE.out (same pipe as out_fd)."""
+        if self._blk_for != self.out_fd:
+            self._close_blocking()
+            try:
+                fd = os.open(self.out_path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+                fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+            except OSError:
+                return -1
+            if os.fstat(fd).st_ino != os.fstat(self.out_fd).st_ino:   # the path was replaced meanwhile
+                os.close(fd)
+                return -1
+            self._blk_fd, self._blk_for = fd, self.out_fd
+        return self._blk_fd
+
+    def _close_blocking(self) -> None:
+        if self._blk_fd >= 0:
+            os.close(self._blk_fd)
+        self._blk_fd = self._blk_for = -1
+
+    def _kick(self, deadline: Deadline) -> None:
+        """Watchdog side: wake a read that is still waiting on ``deadline``."""
+        if self._reading is not deadline:
+            return
+        self._kicked = True
+        try:
+            fd = os.open(self.out_path, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError:
+            return
+        try:
+            os.write(fd, b"\0")
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
 
     def wait_start(self, deadline: Deadline, watch: Iterable[int] = ()) -> str:
         """Idle wait for a session's first bytes: "data", "eof", "watch" or "timeout"."""
@@ -365,6 +518,7 @@ class ServerChannel:
         new = os.open(self.out_path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
         old, self.out_fd = self.out_fd, new
         os.close(old)
+        self._close_blocking()
         _set_pipe_size(new)
 
     def drain_in(self) -> int:
@@ -415,6 +569,8 @@ class ServerChannel:
             raise
         old_out, old_in = self.out_fd, self.in_fd
         self.out_fd, self.in_fd = fresh[0][2], fresh[1][2]
+        self._close_blocking()
+        self._kicked = False
         for fd in (old_out, old_in):
             if fd >= 0:
                 os.close(fd)
@@ -429,6 +585,10 @@ class ServerChannel:
 
     def close(self) -> None:
         """Close descriptors and remove the FIFOs and folder this channel created."""
+        if self._watchdog is not None:
+            self._watchdog.stop()
+            self._watchdog = None
+        self._close_blocking()
         for attr in ("in_fd", "out_fd"):
             fd = getattr(self, attr)
             if fd >= 0:

@@ -16,7 +16,6 @@ from ..formats.base import DEFAULT_MAX_MESSAGE
 from ..formats.framing import FramedModelDecoder
 from ..core.messages import Context, End, Header, Observation as _ObsMsg, Outcome, Preamble, Restart
 from ..core.spec import TensorSpec
-from ..core.values import coerce_all
 
 __all__ = ["Observation", "Session", "SessionStats", "Model", "PipeServer", "Policy"]
 
@@ -148,7 +147,7 @@ class PipeServer:
         if format != "auto":
             _formats.get_format(format)
         self.format = format
-        self.timeout = timeout
+        self.timeout = timeout   # also makes the per-message deadline
         self.max_message = max_message
         self.required: List[Union[str, TensorSpec]] = []
         for r in required_features or ():
@@ -166,6 +165,16 @@ class PipeServer:
         return ServerChannel(base)
 
     # -- public API ------------------------------------------------------------
+    @property
+    def timeout(self) -> Optional[float]:
+        """Bound in seconds on every read and write inside a session (None: none)."""
+        return self._timeout
+
+    @timeout.setter
+    def timeout(self, seconds: Optional[float]) -> None:
+        self._timeout = seconds
+        self._msg_deadline = Deadline(seconds, lazy=True)
+
     @property
     def base(self) -> str:
         """Channel base path: the compiler uses ``BASE.in`` and ``BASE.out``."""
@@ -240,7 +249,11 @@ class PipeServer:
 
     # -- one session -------------------------------------------------------------
     def _deadline(self) -> Deadline:
-        return Deadline(self.timeout)
+        """The per-message deadline: one object, restarted for each message;
+        its clock starts only when a read or write has to wait."""
+        d = self._msg_deadline
+        d.rearm()
+        return d
 
     def _start_record(self, sess: Session) -> None:
         if self.record_dir is None:
@@ -261,6 +274,12 @@ class PipeServer:
         buf = ch.buf
         deadline = None
         while True:
+            if buf.end == buf.start:
+                # Nothing buffered (the usual case after a reply): read before
+                # asking the decoder, which could only say "need a byte".
+                deadline = self._deadline()
+                if not ch.fill(1, deadline):
+                    raise _Eof()
             try:
                 got = dec.decode(buf.data, buf.start, buf.end)
             except ProtocolError as exc:
@@ -285,7 +304,9 @@ class PipeServer:
                 raise _Eof()
 
     def _send(self, data: bytes) -> None:
-        self.channel.write(data, self._deadline())
+        d = self._msg_deadline
+        d.rearm()
+        self.channel.write(data, d)
         if self._rec is not None:
             self._rec[1].write(data)
 
@@ -435,10 +456,39 @@ class PipeServer:
     def _loop(self, sess: Session, dec: Any, fmt: Any, policy: Policy) -> bool:
         """Serve messages until the session ends. Returns True at end of stream."""
         framed = fmt.framed
-        advice = sess.advice
+        encode = fmt.answer_encoder(sess.advice)   # checks and layout worked out once per session
         on_context = getattr(policy, "on_context", None)
         send = self._send
+        # The hot path (bitstream, not recording): an observation whose bytes
+        # are all buffered is decoded, answered and sent in a few calls; any
+        # other message, a short buffer or an error goes through _next().
+        fast = getattr(dec, "observation", None) if self._rec is None else None
+        ch = self.channel
+        buf = ch.buf
+        fill, write = ch.fill, ch.write
+        deadline = self._msg_deadline
         while True:
+            if fast is not None:
+                if buf.end == buf.start:
+                    deadline.rearm()
+                    if not fill(1, deadline):
+                        sess.clean = True      # bitstream: end of stream at a message boundary
+                        return True
+                got = fast(buf.data, buf.start, buf.end)
+                if got is None and dec.need:
+                    # An observation still arriving (a big record comes in pieces): read the rest.
+                    deadline.rearm()
+                    if fill(dec.need, deadline):
+                        got = fast(buf.data, buf.start, buf.end)
+                if got is not None:
+                    oid, tensors, buf.start = got
+                    obs = Observation(oid, sess.context, sess, tensors)
+                    data = encode(oid, policy(obs))   # a policy error ends the session (bitstream cannot say)
+                    del obs, tensors, got   # drop views into the buffer before reading again
+                    deadline.rearm()
+                    write(data, deadline)
+                    sess.observations += 1
+                    continue
             try:
                 msg = self._next(dec)
             except _Eof:
@@ -458,15 +508,14 @@ class PipeServer:
             if type(msg) is _ObsMsg:
                 obs = Observation(msg.id, sess.context, sess, msg.tensors)
                 try:
-                    answer = policy(obs)
-                    data = fmt.reply(msg.id, advice, coerce_all(answer, advice, "advice"))
+                    data = encode(msg.id, policy(obs))
                 except Exception as exc:
                     if not framed:
                         raise   # bitstream cannot carry it: close and tell serve()'s caller
                     send(fmt.error(msg.id, _describe(exc)))
                     sess.errors += 1
                     continue
-                del obs, msg, answer   # drop views into the buffer before reading again
+                del obs, msg   # drop views into the buffer before reading again
                 send(data)
                 sess.observations += 1
             elif isinstance(msg, Context):

@@ -50,6 +50,14 @@ def _die_with_parent(args: List[str], env: Optional[Mapping[str, str]]) -> List[
     return [_SETPRIV, "--pdeathsig", "KILL", "--", *args]
 
 
+# The child gets its own process group (killed as a whole), but stays in our
+# session: Linux schedules each session as one group (autogroup), and a
+# compiler in a session of its own waits behind every other session on a busy
+# machine each time it is woken by an answer (3-5x the wall time measured under
+# load, bench/advisor_overhead.py). Python < 3.11 has no process_group.
+_OWN_GROUP = {"process_group": 0} if sys.version_info >= (3, 11) else {"start_new_session": True}
+
+
 class _Child:
     """A child in its own process group, watched without reaping it early
     (so its group id cannot be reused before we kill the group)."""
@@ -57,7 +65,7 @@ class _Child:
     def __init__(self, args: Sequence[str], env: Optional[Mapping[str, str]], cwd: Optional[str]) -> None:
         self.proc = subprocess.Popen(
             _die_with_parent(list(args), env), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            start_new_session=True, env=dict(env) if env is not None else None, cwd=cwd,
+            env=dict(env) if env is not None else None, cwd=cwd, **_OWN_GROUP,
         )
         self.pgid = self.proc.pid
         self.pidfd: Optional[int] = None

@@ -1,0 +1,231 @@
+"""What mlbridge's Python side costs per decision against a raw numpy agent,
+for every advisor stock LLVM 19 exposes in interactive mode (issue 14).
+
+    python3 bench/advisor_overhead.py [--runs 5] [--advisors inliner evict priority]
+                                      [--scale 1.0] [--json-out FILE]
+
+For each advisor it generates a large input (C, compiled by clang-19):
+  inliner   2,000 functions with 3 calls each (about 6,000 questions) for
+            ``opt-19``'s ML inliner, policy "never inline" (so every call
+            site is asked about and the compiler's own work stays small);
+  evict     20 functions with 24 longs live across a loop (register
+            pressure) for ``llc-19``'s eviction advisor, policy "the last
+            legal candidate" (a numpy look at the 33-wide mask);
+  priority  the same module for the priority advisor, policy "the weight".
+Then it runs the compiler ``--runs`` times with each agent, alternating
+which goes first: mlbridge (``mlbridge.llvm.inline`` / ``regalloc_evict`` /
+``regalloc_priority``, as a new user calls them) and the raw agent of
+``bench/raw_llvm_agent.py`` (one read, ``np.frombuffer``, ``struct.pack``).
+Both must give the same decisions and byte-identical compiler output.
+
+Per advisor and agent: decisions, wall (spawn to exit, median), Python
+CPU per decision (this process's user+sys, all threads, median), and
+"busy" time, Python CPU + the compiler's CPU: the two processes take turns,
+so on an idle machine wall is about busy time plus wake-ups, and busy time
+is what a loaded machine cannot inflate by scheduling delays. The
+ratios mlbridge / raw are the medians of the per-pair ratios, so machine
+load that drifts over the run cancels out. One JSON line per advisor (like
+``mlbridge-bench``) and a Markdown table at the end. The load average at
+start and end is printed: the machine may be shared.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from typing import Any, Callable, Dict, List, Sequence, Tuple
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "python"))
+sys.path.insert(0, HERE)
+
+from mlbridge import llvm  # noqa: E402
+import raw_llvm_agent  # noqa: E402
+
+TIMEOUT = 600.0
+
+
+# ---- inputs ----------------------------------------------------------------------
+def inliner_source(functions: int) -> str:
+    rng = random.Random(1)
+    out = ["static volatile int sink;"]
+    for k in range(functions):
+        calls = [f"f{rng.randrange(k)}(a+{j}, b)" for j in range(3)] if k else ["a+b"]
+        out.append(f"int f{k}(int a, int b) {{ int s = a ^ b; s += {' + '.join(calls)}; sink = s; "
+                   f"return s * {k % 7 + 1}; }}")
+    return "\n".join(out) + "\n"
+
+
+def regalloc_source(functions: int, live: int = 24) -> str:
+    rng = random.Random(1)
+    ops = ["+", "^", "-", "|", "&"]
+    out = []
+    for k in range(functions):
+        vs = [f"a{i}" for i in range(live)]
+        body = [f"long {v} = p[{i}] * {rng.randrange(1, 9)};" for i, v in enumerate(vs)]
+        loop = [f"{v} = ({v} {rng.choice(ops)} {vs[(i + 1) % live]}) * {rng.randrange(1, 9)} + p[i & {live - 1}];"
+                for i, v in enumerate(vs)]
+        body.append("for (int i = 0; i < n; i++) { " + " ".join(loop) + " }")
+        body.append("return " + " + ".join(f"{v}*{i + 1}" for i, v in enumerate(vs)) + ";")
+        out.append(f"long r{k}(long *p, int n) {{ " + " ".join(body) + " }")
+    return "\n".join(out) + "\n"
+
+
+# ---- policies (the same on both sides) -------------------------------------------------
+def never_inline(obs: Any) -> int:
+    return 0
+
+
+def last_legal(obs: Any) -> int:
+    m = obs["mask"].reshape(-1)
+    return len(m) - 1 - int(m[::-1].argmax())
+
+
+def by_weight(obs: Any) -> float:
+    return float(obs["weight"][0])
+
+
+class Advisor:
+    def __init__(self, name: str, source: Callable[[float], str], make_ir: Callable, helper: Callable,
+                 command: Callable, policy: Callable, out_ext: str) -> None:
+        self.name, self.source, self.make_ir = name, source, make_ir
+        self.helper, self.command, self.policy, self.out_ext = helper, command, policy, out_ext
+
+
+ADVISORS = {
+    "inliner": Advisor("inliner (opt-19, never inline)", lambda s: inliner_source(int(2000 * s)),
+                       llvm.make_inlinable_ir, llvm.inline, llvm.inline_command, never_inline, ".ll"),
+    "evict": Advisor("regalloc eviction (llc-19, last legal)", lambda s: regalloc_source(max(1, int(20 * s))),
+                     llvm.make_optimized_ir, llvm.regalloc_evict, llvm.evict_command, last_legal, ".s"),
+    "priority": Advisor("regalloc priority (llc-19, weight)", lambda s: regalloc_source(max(1, int(20 * s))),
+                        llvm.make_optimized_ir, llvm.regalloc_priority, llvm.priority_command, by_weight, ".s"),
+}
+
+
+# ---- one run of each agent --------------------------------------------------------------
+def children_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def run_mlbridge(adv: Advisor, ir: str, out: str) -> Tuple[float, float, float, List[Any]]:
+    k0, c0, t0 = children_cpu(), time.process_time(), time.perf_counter()
+    res, decisions = adv.helper(ir, adv.policy, out_path=out, timeout=TIMEOUT)
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    if not res.ok:
+        raise RuntimeError(f"mlbridge run failed: {res.stderr.decode(errors='replace')[-500:]}")
+    return wall, cpu, children_cpu() - k0, decisions
+
+
+def run_raw(adv: Advisor, ir: str, out: str, folder: str) -> Tuple[float, float, float, List[Any]]:
+    base, _ = raw_llvm_agent.make_channel(folder)
+    cmd = [a.replace("{base}", base) for a in adv.command(ir, out)]
+    k0, c0, t0 = children_cpu(), time.process_time(), time.perf_counter()
+    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    timer = threading.Timer(TIMEOUT, proc.kill)
+    timer.start()
+    try:
+        decisions = raw_llvm_agent.serve(base, adv.policy)
+        rc = proc.wait()
+    finally:
+        timer.cancel()
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    if rc != 0:
+        raise RuntimeError(f"raw agent run failed (exit {rc})")
+    return wall, cpu, children_cpu() - k0, decisions
+
+
+def loadavg() -> str:
+    try:
+        return " ".join(f"{x:.1f}" for x in os.getloadavg())
+    except OSError:
+        return "?"
+
+
+def bench(key: str, runs: int, scale: float, tmp: str) -> Dict[str, Any]:
+    adv = ADVISORS[key]
+    src = os.path.join(tmp, f"{key}.c")
+    with open(src, "w") as f:
+        f.write(adv.source(scale))
+    ir = adv.make_ir(src, os.path.join(tmp, f"{key}.ll"))
+    walls: Dict[str, List[float]] = {"mlbridge": [], "raw": []}
+    cpus: Dict[str, List[float]] = {"mlbridge": [], "raw": []}
+    busy: Dict[str, List[float]] = {"mlbridge": [], "raw": []}   # Python CPU + compiler CPU
+    count = 0
+    for r in range(runs):
+        order = ["mlbridge", "raw"] if r % 2 == 0 else ["raw", "mlbridge"]
+        got: Dict[str, Any] = {}
+        for agent in order:
+            out = os.path.join(tmp, f"{key}-{agent}{adv.out_ext}")
+            if agent == "mlbridge":
+                wall, cpu, child, decisions = run_mlbridge(adv, ir, out)
+            else:
+                wall, cpu, child, decisions = run_raw(adv, ir, out, tmp)
+            busy[agent].append(cpu + child)
+            with open(out, "rb") as f:
+                got[agent] = (decisions, f.read())
+            walls[agent].append(wall)
+            cpus[agent].append(cpu)
+        (dm, om), (dr, orr) = got["mlbridge"], got["raw"]
+        if [float(x) for x in dm] != [float(x) for x in dr] or om != orr:
+            raise RuntimeError(f"{key}: the two agents disagree (decisions {len(dm)} vs {len(dr)}, "
+                               f"output identical: {om == orr})")
+        count = len(dm)
+    n = max(count, 1)
+    wall_ratio = statistics.median(m / r for m, r in zip(walls["mlbridge"], walls["raw"]))
+    cpu_ratio = statistics.median(m / r for m, r in zip(cpus["mlbridge"], cpus["raw"]))
+    busy_ratio = statistics.median(m / r for m, r in zip(busy["mlbridge"], busy["raw"]))
+    return {
+        "bench": "advisor_overhead", "advisor": key, "what": adv.name, "decisions": count, "runs": runs,
+        "wall_s": {a: round(statistics.median(v), 4) for a, v in walls.items()},
+        "cpu_us_per_decision": {a: round(statistics.median(v) / n * 1e6, 2) for a, v in cpus.items()},
+        "wall_ratio": round(wall_ratio, 3), "cpu_ratio": round(cpu_ratio, 3),
+        "busy_s": {a: round(statistics.median(v), 4) for a, v in busy.items()}, "busy_ratio": round(busy_ratio, 3),
+        "wall_runs_s": {a: [round(x, 3) for x in v] for a, v in walls.items()},
+    }
+
+
+def main(argv: Sequence[str]) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", type=int, default=5, help="runs per agent (alternating); medians are reported")
+    ap.add_argument("--advisors", nargs="+", default=list(ADVISORS), choices=list(ADVISORS))
+    ap.add_argument("--scale", type=float, default=1.0, help="input size factor (1.0: thousands of decisions)")
+    ap.add_argument("--json-out", help="also write the JSON lines here")
+    args = ap.parse_args(argv)
+    for t in ("opt", "llc", "clang"):
+        if not llvm.have_tool(t):
+            print(f"advisor_overhead: {t}{os.environ.get(llvm.SUFFIX_ENV, llvm.DEFAULT_SUFFIX)} is not on PATH",
+                  file=sys.stderr)
+            return 2
+    load0 = loadavg()
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="mlbridge-advisor-bench-") as tmp:
+        for key in args.advisors:
+            row = bench(key, args.runs, args.scale, tmp)
+            row["loadavg"] = loadavg()
+            print(json.dumps(row), flush=True)
+            rows.append(row)
+    if args.json_out:
+        with open(args.json_out, "w") as f:
+            f.writelines(json.dumps(r) + "\n" for r in rows)
+    print(f"\nload average at start {load0}, at end {loadavg()}; {args.runs} alternating runs per agent\n")
+    print("| advisor (stock LLVM 19) | decisions | wall mlbridge / raw | busy (Python + compiler CPU) mlbridge / raw "
+          "| Python CPU per decision, mlbridge vs raw |")
+    print("|---|---:|---:|---:|---:|")
+    for r in rows:
+        c = r["cpu_us_per_decision"]
+        print(f"| {r['what']} | {r['decisions']:,} | {r['wall_ratio']:.2f}x | {r['busy_ratio']:.2f}x | "
+              f"{c['mlbridge']:.1f} vs {c['raw']:.1f} us ({r['cpu_ratio']:.2f}x) |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

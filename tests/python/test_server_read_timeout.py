@@ -1,0 +1,110 @@
+"""PipeServer reads block (no poll per message) but stay bounded by the
+timeout: a watchdog wakes a read that outlives it (transport/channel.py)."""
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+import numpy as np
+
+import mlbridge
+from mlbridge import TensorSpec as T
+from mlbridge.formats import get_format
+
+B = get_format("bitstream")
+FEATS = [T("x", "int64_t", [1])]
+ADV = [T("a", "int64_t", [1])]
+
+
+def _connect(base: str):
+    fin = os.open(base + ".in", os.O_RDONLY)
+    fout = os.open(base + ".out", os.O_WRONLY)
+    return fin, fout
+
+
+def _serve_in_thread(srv, policy, out):
+    def run():
+        try:
+            out.append(srv.serve_session(policy, timeout=5))
+        except BaseException as exc:  # noqa: BLE001 - reported by the test
+            out.append(exc)
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    return t
+
+
+def test_stalled_compiler_times_out_then_next_session_is_clean():
+    with mlbridge.PipeServer(format="bitstream", timeout=0.3) as srv:
+        got: list = []
+        t = _serve_in_thread(srv, lambda obs: int(obs["x"][0]) + 1, got)
+        fin, fout = _connect(srv.base)
+        os.write(fout, B.header(FEATS, ADV) + B.observation(0, FEATS, [np.array([41])]))
+        assert os.read(fin, 8) == np.int64(42).tobytes()
+        t0 = time.monotonic()
+        os.write(fout, b'{"observation":1}\n')       # then nothing: the compiler hangs mid-message
+        t.join(10)
+        waited = time.monotonic() - t0
+        assert not t.is_alive()
+        sess = got[0]
+        assert sess.observations == 1 and sess.clean is False and "ChannelTimeout" in sess.error
+        assert 0.25 < waited < 3.0, waited
+        os.close(fout)
+        os.close(fin)
+
+        # The next compiler meets fresh FIFOs: no byte of the old session, no stale wake-up.
+        got.clear()
+        t = _serve_in_thread(srv, lambda obs: int(obs["x"][0]) * 2, got)
+        fin, fout = _connect(srv.base)
+        os.write(fout, B.header(FEATS, ADV))
+        for i in range(3):
+            time.sleep(0.12 * i)    # slower than a watchdog period, faster than the timeout
+            os.write(fout, B.observation(i, FEATS, [np.array([i + 5])]))
+            assert os.read(fin, 8) == np.int64(2 * (i + 5)).tobytes()
+        os.close(fout)
+        t.join(10)
+        os.close(fin)
+        assert got[0].clean is True and got[0].observations == 3, got[0]
+
+
+def test_no_timeout_means_reads_wait():
+    with mlbridge.PipeServer(format="bitstream", timeout=None) as srv:
+        got: list = []
+        t = _serve_in_thread(srv, lambda obs: 7, got)
+        fin, fout = _connect(srv.base)
+        os.write(fout, B.header(FEATS, ADV))
+        time.sleep(0.3)
+        os.write(fout, B.observation(0, FEATS, [np.array([1])]))
+        assert os.read(fin, 8) == np.int64(7).tobytes()
+        os.close(fout)
+        t.join(10)
+        os.close(fin)
+        assert got[0].clean is True and got[0].observations == 1
+
+
+def test_forked_child_still_times_out():
+    """The watchdog thread does not survive fork(): the child starts its own."""
+    with mlbridge.PipeServer(format="bitstream", timeout=0.3) as srv:
+        got: list = []
+        t = _serve_in_thread(srv, lambda obs: 1, got)
+        fin, fout = _connect(srv.base)
+        os.write(fout, B.header(FEATS, ADV) + B.observation(0, FEATS, [np.array([1])]))
+        assert os.read(fin, 8) == np.int64(1).tobytes()
+        os.close(fout)
+        t.join(10)
+        os.close(fin)
+        assert srv.channel._watchdog is not None
+        pid = os.fork()
+        if pid == 0:   # the child: a compiler that stalls mid-message must time out
+            code = 1
+            try:
+                child: list = []
+                t = _serve_in_thread(srv, lambda obs: 1, child)
+                fin, fout = _connect(srv.base)
+                os.write(fout, B.header(FEATS, ADV) + b'{"observation":0}\n')
+                t.join(5)
+                code = 0 if child and "ChannelTimeout" in (child[0].error or "") else 2
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
