@@ -8,6 +8,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "checked_math.h"
 #include "engine/program.h"
 
 namespace mlbridge {
@@ -39,6 +40,17 @@ bool broadcastShapes(const Shape& a, const Shape& b, Shape* out) {
   return true;
 }
 
+// Charges `bytes` of constants computed at load (folding, ConstantOfShape,
+// Range, ...) to the model's budget, before they are allocated.
+Status chargeFolded(size_t* used, size_t bytes, const ImportOptions& opt, const std::string& who) {
+  if (*used > opt.maxFoldedBytes || bytes > opt.maxFoldedBytes - *used)
+    return resourceExhausted(who + ": computing constants at load would take " + std::to_string(bytes) +
+                             " more bytes, " + std::to_string(*used) + " already used, over the limit of " +
+                             std::to_string(opt.maxFoldedBytes) + " (OnnxLoadOptions::maxFoldedBytes)");
+  *used += bytes;
+  return Status::OK();
+}
+
 // One node being imported: inputs, attribute access with "was it read?"
 // bookkeeping (anything not read is an unsupported attribute), outputs.
 class NodeBuilder {
@@ -50,8 +62,9 @@ class NodeBuilder {
     BufferPtr constant;
   };
 
-  NodeBuilder(Graph& g, const NodeDesc& nd, int index, const std::vector<int>& inputIds, const ImportOptions& opt)
-      : g_(g), nd_(nd), ids_(inputIds), opt_(opt), used_(nd.attributes.size(), false) {
+  NodeBuilder(Graph& g, const NodeDesc& nd, int index, const std::vector<int>& inputIds, const ImportOptions& opt,
+              size_t* foldedBytes)
+      : g_(g), nd_(nd), ids_(inputIds), opt_(opt), used_(nd.attributes.size(), false), folded_(foldedBytes) {
     node.name = nd.name;
     node.sourceIndex = index;
     outs.resize(nd.outputs.size());
@@ -234,10 +247,12 @@ class NodeBuilder {
     if (shape.size() > static_cast<size_t>(kMaxRank))
       return unsupported("output rank " + std::to_string(shape.size()) + " is above the supported " +
                          std::to_string(kMaxRank));
+    for (int64_t d : shape)
+      if (d < 0) return error("output shape " + shapeString(shape) + " has a negative dimension");
     size_t count;
     if (!shapeElementCount(shape, dtypeSize(dtype), opt_.maxTensorBytes, &count))
-      return error("output shape " + shapeString(shape) + " is invalid or larger than the " +
-                   std::to_string(opt_.maxTensorBytes) + "-byte tensor limit");
+      return resourceExhausted(describe() + ": output shape " + shapeString(shape) + " is larger than the " +
+                               std::to_string(opt_.maxTensorBytes) + "-byte tensor limit (maxTensorBytes)");
     outs[k].set = true;
     outs[k].dtype = dtype;
     outs[k].shape = std::move(shape);
@@ -249,6 +264,10 @@ class NodeBuilder {
     return Status::OK();
   }
   size_t maxBytes() const { return opt_.maxTensorBytes; }
+  // A constant of this shape is about to be computed: charge the budget.
+  Status chargeConstant(DType dtype, const Shape& shape) {
+    return chargeFolded(folded_, elementCount(shape) * dtypeSize(dtype), opt_, describe());
+  }
 
  private:
   Graph& g_;
@@ -256,6 +275,7 @@ class NodeBuilder {
   const std::vector<int>& ids_;
   const ImportOptions& opt_;
   std::vector<bool> used_;
+  size_t* folded_;
 };
 
 const std::initializer_list<DType> kFloats = {DType::kFloat32, DType::kFloat64};
@@ -745,10 +765,16 @@ Status importSlice(NodeBuilder& b) {
   }
   Shape out(in.size());
   for (size_t d = 0; d < in.size(); ++d) {
-    int64_t s = fullStart[d], e = fullEnd[d], st = fullStep[d];
-    int64_t n = st > 0 ? (e - s + st - 1) / st : (s - e + (-st) - 1) / (-st);
-    out[d] = std::max<int64_t>(n, 0);
-    if (out[d] == 0) fullStart[d] = 0;
+    // s and e are clamped to [-1, dim], so only the step can be extreme
+    // (INT64_MIN included): count in unsigned arithmetic, ceil(span / |step|).
+    const int64_t s = fullStart[d], e = fullEnd[d], st = fullStep[d];
+    const int64_t span = st > 0 ? e - s : s - e;
+    const uint64_t n = span <= 0 ? 0 : (static_cast<uint64_t>(span) - 1) / checked::magnitude(st) + 1;
+    out[d] = static_cast<int64_t>(n);
+    // With at most one element the step is never applied: make it 1 so that
+    // strides computed from it (lowerSlice) stay within the tensor.
+    if (n <= 1) fullStep[d] = 1;
+    if (n == 0) fullStart[d] = 0;
   }
   setIs(b.node, "starts", fullStart);
   setIs(b.node, "ends", fullEnd);
@@ -1162,6 +1188,7 @@ Status importConstantOfShape(NodeBuilder& b) {
   if (v.count() != 1) return b.error("'value' must hold exactly one element");
   Shape s(shape.begin(), shape.end());
   MLBRIDGE_RETURN_IF_ERROR(b.setOutput(0, v.dtype, s));
+  MLBRIDGE_RETURN_IF_ERROR(b.chargeConstant(v.dtype, s));
   Tensor t = makeTensor(v.dtype, s);
   if (!t.data) return resourceExhausted(b.describe() + ": out of memory");
   const size_t es = dtypeSize(v.dtype);
@@ -1191,6 +1218,7 @@ Status importRange(NodeBuilder& b) {
   if (count > static_cast<double>(b.maxBytes())) return b.error("output is too large");
   const int64_t n = static_cast<int64_t>(count);
   MLBRIDGE_RETURN_IF_ERROR(b.setOutput(0, t, {n}));
+  MLBRIDGE_RETURN_IF_ERROR(b.chargeConstant(t, {n}));
   Tensor out = makeTensor(t, {n});
   if (!out.data) return resourceExhausted(b.describe() + ": out of memory");
   Buffer* buf = std::const_pointer_cast<Buffer>(out.data).get();
@@ -1321,8 +1349,11 @@ StatusOr<Graph> importGraph(const onnx::ModelDesc& m, const std::vector<Shape>& 
 
   std::unordered_map<std::string, int> byName;
   std::unordered_map<std::string, Status> badInitializers;
+  std::vector<size_t> depth;  // per value: longest chain of nodes producing it
+  size_t folded = 0;          // bytes of constants computed so far (ImportOptions::maxFoldedBytes)
   auto addValue = [&](Value v) {
     g.values.push_back(std::move(v));
+    depth.push_back(0);
     return static_cast<int>(g.values.size() - 1);
   };
   for (const onnx::InitializerDesc& init : m.graph.initializers) {
@@ -1375,6 +1406,8 @@ StatusOr<Graph> importGraph(const onnx::ModelDesc& m, const std::vector<Shape>& 
     Op op;
     if (!opFromName(nd.opType, &op))
       return unimplemented(where() + ": unknown or unsupported operator '" + nd.opType + "'");
+    if (std::chrono::steady_clock::now() > opt.deadline)
+      return deadlineExceeded(where() + ": loading the model took longer than OnnxLoadOptions::loadTimeoutMs");
     std::vector<int> ids;
     for (const std::string& name : nd.inputs) {
       if (name.empty()) {
@@ -1391,7 +1424,13 @@ StatusOr<Graph> importGraph(const onnx::ModelDesc& m, const std::vector<Shape>& 
       }
       ids.push_back(it->second);
     }
-    NodeBuilder b(g, nd, static_cast<int>(ni), ids, opt);
+    size_t nodeDepth = 1;
+    for (int id : ids)
+      if (id >= 0) nodeDepth = std::max(nodeDepth, depth[static_cast<size_t>(id)] + 1);
+    if (nodeDepth > opt.maxGraphDepth)
+      return resourceExhausted(where() + ": the graph is deeper than " + std::to_string(opt.maxGraphDepth) +
+                               " nodes (OnnxLoadOptions::maxGraphDepth)");
+    NodeBuilder b(g, nd, static_cast<int>(ni), ids, opt, &folded);
     b.node.op = op;
     MLBRIDGE_RETURN_IF_ERROR(b.checkNoDuplicateAttributes());
     for (int id : ids)
@@ -1420,6 +1459,7 @@ StatusOr<Graph> importGraph(const onnx::ModelDesc& m, const std::vector<Shape>& 
       if (!v.constant) allConstant = false;
       anyOutput = true;
       int id = addValue(std::move(v));
+      depth[static_cast<size_t>(id)] = nodeDepth;
       byName[name] = id;
       node.outputs.push_back(id);
     }
@@ -1434,6 +1474,10 @@ StatusOr<Graph> importGraph(const onnx::ModelDesc& m, const std::vector<Shape>& 
         g.values[static_cast<size_t>(node.outputs[0])].constant = g.value(node.inputs[0]).constant;
         continue;
       }
+      size_t outBytes = 0;
+      for (int id : node.outputs)
+        if (id >= 0) outBytes += g.value(id).bytes();
+      MLBRIDGE_RETURN_IF_ERROR(chargeFolded(&folded, outBytes, opt, node.describe()));
       g.nodes.push_back(node);
       std::vector<Tensor> outs;
       Status s = evaluateConstantNode(g, g.nodes.back(), opt.maxTensorBytes, &outs);
