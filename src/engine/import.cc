@@ -693,7 +693,8 @@ Status importConcat(NodeBuilder& b) {
     for (size_t d = 0; d < s.size(); ++d)
       if (static_cast<int64_t>(d) != a && s[d] != first[d])
         return b.error("input shapes " + shapeString(first) + " and " + shapeString(s) + " differ outside the axis");
-    out[static_cast<size_t>(a)] += s[static_cast<size_t>(a)];
+    if (!checked::add(out[static_cast<size_t>(a)], s[static_cast<size_t>(a)], &out[static_cast<size_t>(a)]))
+      return b.error("the concatenated dimension overflows");
     b.node.inputs.push_back(b.id(i));
   }
   setI(b.node, "axis", a);
@@ -844,7 +845,7 @@ Status importSplit(NodeBuilder& b) {
   int64_t sum = 0;
   for (int64_t s : sizes) {
     if (s < 0) return b.error("split sizes must be >= 0");
-    sum += s;
+    if (!checked::add(sum, s, &sum)) return b.error("split sizes overflow");
   }
   if (sum != dim) return b.error("split sizes sum to " + std::to_string(sum) + ", dimension is " + std::to_string(dim));
   setI(b.node, "axis", a);
