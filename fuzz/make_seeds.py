@@ -63,7 +63,6 @@ def main():
             text = json.dumps(spec).encode()
             add("json_parse", f"{case['name']}_{spec['name']}", text)
             add("c_api", f"spec_{case['name']}_{spec['name']}", b"\0" + text)
-    add("json_parse", "vectors_manifest", open(os.path.join(VECTORS, "manifest.json"), "rb").read())
 
     # Training logs: every bitstream transcript, with its recorded replies
     # when there are some for the same advice specs, and one with outcomes.
@@ -82,7 +81,8 @@ def main():
         log += b'{"outcome":%d}\n' % i + struct.pack("<f", 0.5) + b"\n"
     add("training_log", "with_outcomes", struct.pack("<I", len(log)) + log + struct.pack("<2q", 1, 0))
 
-    models = sorted(glob.glob(os.path.join(ROOT, "tests", "**", "*.onnx"), recursive=True))
+    models = sorted(p for p in glob.glob(os.path.join(ROOT, "tests", "**", "*.onnx"), recursive=True)
+                    if not p.startswith(os.path.join(ROOT, "tests", "fuzz", "")))
     for path in models:
         name = os.path.relpath(path, ROOT).replace("/", "_")
         data = open(path, "rb").read()

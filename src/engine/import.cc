@@ -1214,8 +1214,20 @@ Status importRange(NodeBuilder& b) {
   if (s.count() != 1 || l.count() != 1 || d.count() != 1) return b.error("start, limit and delta must be scalars");
   double ds = tensorElementAsDouble(s, 0), dl = tensorElementAsDouble(l, 0), dd = tensorElementAsDouble(d, 0);
   if (dd == 0) return b.error("delta must not be 0");
-  double count = std::ceil((dl - ds) / dd);
-  if (!(count >= 0)) count = 0;
+  const bool isFloat = t == DType::kFloat32 || t == DType::kFloat64;
+  const int64_t is = tensorElementAsInt64(s, 0), il = tensorElementAsInt64(l, 0), id = tensorElementAsInt64(d, 0);
+  double count;
+  if (isFloat) {
+    count = std::ceil((dl - ds) / dd);
+    if (!(count >= 0)) count = 0;
+  } else {
+    // Exact for the whole int64 line (double loses the low bits near
+    // INT64_MAX): ceil(span / |delta|) in unsigned arithmetic.
+    uint64_t c = 0;
+    if (id > 0 && il > is) c = (static_cast<uint64_t>(il) - static_cast<uint64_t>(is) - 1) / checked::magnitude(id) + 1;
+    if (id < 0 && is > il) c = (static_cast<uint64_t>(is) - static_cast<uint64_t>(il) - 1) / checked::magnitude(id) + 1;
+    count = static_cast<double>(c);
+  }
   if (count > static_cast<double>(b.maxBytes())) return b.error("output is too large");
   const int64_t n = static_cast<int64_t>(count);
   MLBRIDGE_RETURN_IF_ERROR(b.setOutput(0, t, {n}));
@@ -1223,14 +1235,17 @@ Status importRange(NodeBuilder& b) {
   Tensor out = makeTensor(t, {n});
   if (!out.data) return resourceExhausted(b.describe() + ": out of memory");
   Buffer* buf = std::const_pointer_cast<Buffer>(out.data).get();
-  const int64_t is = tensorElementAsInt64(s, 0), id = tensorElementAsInt64(d, 0);
   for (int64_t k = 0; k < n; ++k) {
+    // Integers: start + k * delta lies in [start, limit), so it fits; the
+    // unsigned (wrapping) arithmetic only avoids an intermediate overflow.
+    const int64_t iv = static_cast<int64_t>(static_cast<uint64_t>(is) +
+                                            static_cast<uint64_t>(k) * static_cast<uint64_t>(id));
     switch (t) {
       case DType::kFloat32: buf->as<float>()[k] = static_cast<float>(ds + static_cast<double>(k) * dd); break;
       case DType::kFloat64: buf->as<double>()[k] = ds + static_cast<double>(k) * dd; break;
-      case DType::kInt16: buf->as<int16_t>()[k] = static_cast<int16_t>(is + k * id); break;
-      case DType::kInt32: buf->as<int32_t>()[k] = static_cast<int32_t>(is + k * id); break;
-      default: buf->as<int64_t>()[k] = is + k * id; break;
+      case DType::kInt16: buf->as<int16_t>()[k] = static_cast<int16_t>(iv); break;
+      case DType::kInt32: buf->as<int32_t>()[k] = static_cast<int32_t>(iv); break;
+      default: buf->as<int64_t>()[k] = iv; break;
     }
   }
   return b.setConstant(0, out);

@@ -2,10 +2,11 @@
 // 1 GiB ConstantOfShape model fails at its first node, before allocating;
 // Slice steps of INT64_MAX / INT64_MIN give the right answer (they once
 // overflowed); each limit of OnnxLoadOptions is enforced with an error
-// naming the node and the option.
+// naming the node and the option. Range over extreme int64 values is exact.
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdint>
 #include <fstream>
 #include <sstream>
 
@@ -60,6 +61,21 @@ TEST(EngineLimits, SliceWithExtremeStepsEvaluatesCorrectly) {
   // onnx.reference: a = x[:, 0:1] + k[:, 0:1] = 11; b = x[:, 3:4] + k[:, 3:4] = 44.
   EXPECT_EQ(*static_cast<const float*>((*r)->outputRef(0).data), 11.0f);
   EXPECT_EQ(*static_cast<const float*>((*r)->outputRef(1).data), 44.0f);
+}
+
+TEST(EngineLimits, RangeOverTheWholeInt64Line) {
+  // Found while fixing the Slice class of defect: k * delta overflowed
+  // (UBSan), and next to INT64_MAX the count, computed in double, was 0.
+  StatusOr<std::shared_ptr<const OnnxModel>> m = OnnxModel::load(kModels + "/limits/range_int64_extremes.onnx");
+  ASSERT_TRUE(m.ok()) << m.status().toString();
+  StatusOr<std::unique_ptr<NativeModelRunner>> r = NativeModelRunner::create(*m, {}, (*m)->outputs());
+  ASSERT_TRUE(r.ok()) << r.status().toString();
+  ASSERT_TRUE((*r)->evaluate().ok());
+  const int64_t* wide = static_cast<const int64_t*>((*r)->outputRef(0).data);
+  const int64_t* top = static_cast<const int64_t*>((*r)->outputRef(1).data);
+  const int64_t q = int64_t(1) << 62, M = INT64_MAX;
+  EXPECT_EQ(std::vector<int64_t>(wide, wide + 4), (std::vector<int64_t>{INT64_MIN, -q, 0, q}));
+  EXPECT_EQ(std::vector<int64_t>(top, top + 4), (std::vector<int64_t>{M - 10, M - 7, M - 4, M - 1}));
 }
 
 TEST(EngineLimits, GraphDepth) {

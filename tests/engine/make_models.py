@@ -612,6 +612,16 @@ def limits(out):
           init("s3", i64(3)), init("emin", i64(small)), init("ax", i64(1)), init("stmax", i64(big)),
           init("stmin", i64(small))])
 
+    # Range over the whole int64 line (the element k * delta overflowed) and
+    # next to INT64_MAX (the count, computed in double, was 0).
+    save("range_int64_extremes",
+         [h.make_node("Range", ["lo", "hi", "quarter"], ["wide"], name="range_wide"),
+          h.make_node("Range", ["near", "hi", "three"], ["top"], name="range_top")],
+         [], [vi("wide", TP.INT64, [4]), vi("top", TP.INT64, [4])],
+         [init("lo", np.array(small, np.int64)), init("hi", np.array(big, np.int64)),
+          init("quarter", np.array(1 << 62, np.int64)), init("near", np.array(big - 10, np.int64)),
+          init("three", np.array(3, np.int64))])
+
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
