@@ -1052,6 +1052,9 @@ Status importRnn(NodeBuilder& b) {
                    std::to_string(G) + "*hidden_size, " + std::to_string(input) + "]");
   if (hidden < 0) hidden = W.shape[1] / G;
   if (hidden <= 0) return b.error("hidden_size must be positive");
+  // W's rows (bounded by the tensor limit) bound hidden_size before any product.
+  if (hidden > W.shape[1] / G)
+    return b.error("hidden_size " + std::to_string(hidden) + " does not match W " + shapeString(W.shape));
   const Shape wShape{dirs, G * hidden, input}, rShape{dirs, G * hidden, hidden};
   if (W.shape != wShape) return b.error("W has shape " + shapeString(W.shape) + ", expected " + shapeString(wShape));
   if (R.shape != rShape) return b.error("R has shape " + shapeString(R.shape) + ", expected " + shapeString(rShape));
