@@ -40,14 +40,22 @@ TEST(EngineLimits, ConstantOfShapeBombFailsAtItsFirstNode) {
 }
 
 TEST(EngineLimits, FoldingBudgetCountsEveryFoldedNode) {
-  // 2^28 floats fit a 2 GiB tensor limit, but not a budget of 1.5 GiB for
-  // the constant plus the first Add's output: the error names the Add.
+  // The bomb with 2^10 floats (4 KiB per constant): a budget one byte short
+  // of the constant plus the first Add's output stops at that Add; a budget
+  // for all five constants and the sum loads, and the model computes 2^10 * 16.
+  const std::string path = kModels + "/limits/constant_of_shape_small.onnx";
   OnnxLoadOptions o;
-  o.maxTensorBytes = size_t(1) << 30;
-  o.maxFoldedBytes = size_t(3) << 29;
-  Status s = OnnxModel::load(kModels + "/limits/constant_of_shape_bomb.onnx", o).status();
+  o.maxFoldedBytes = 2 * 4096 - 1;
+  Status s = OnnxModel::load(path, o).status();
   EXPECT_EQ(s.code(), StatusCode::kResourceExhausted);
-  expectMentions(s, {"\"add0\" (Add)", "maxFoldedBytes"});
+  expectMentions(s, {"\"add0\" (Add)", "4096 already used", "maxFoldedBytes"});
+  o.maxFoldedBytes = 5 * 4096 + 4;
+  StatusOr<std::shared_ptr<const OnnxModel>> m = OnnxModel::load(path, o);
+  ASSERT_TRUE(m.ok()) << m.status().toString();
+  StatusOr<std::unique_ptr<NativeModelRunner>> r = NativeModelRunner::create(*m, {}, (*m)->outputs());
+  ASSERT_TRUE(r.ok()) << r.status().toString();
+  ASSERT_TRUE((*r)->evaluate().ok());
+  EXPECT_EQ(*static_cast<const float*>((*r)->outputRef(0).data), 16384.0f);
 }
 
 TEST(EngineLimits, SliceWithExtremeStepsEvaluatesCorrectly) {

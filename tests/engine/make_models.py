@@ -588,13 +588,14 @@ def limits(out):
 
     # A float ConstantOfShape of 2^28 elements (1 GiB), Add chains, ReduceSum:
     # a few hundred bytes that asked for 5 GiB and 14 s before the budget.
-    nodes = [h.make_node("ConstantOfShape", ["n"], ["c0"], name="big",
-                         value=nh.from_array(np.array([1.0], np.float32)))]
-    for i in range(4):
-        nodes.append(h.make_node("Add", [f"c{i}", f"c{i}"], [f"c{i + 1}"], name=f"add{i}"))
-    nodes.append(h.make_node("ReduceSum", ["c4"], ["y"], name="sum", keepdims=0))
-    save("constant_of_shape_bomb", nodes, [], [vi("y", TP.FLOAT, None)],
-         [init("n", np.array([1 << 28], np.int64))])
+    # The same with 2^10 elements (4 KiB each): the folding budget's unit test.
+    for name, count in (("constant_of_shape_bomb", 1 << 28), ("constant_of_shape_small", 1 << 10)):
+        nodes = [h.make_node("ConstantOfShape", ["n"], ["c0"], name="big",
+                             value=nh.from_array(np.array([1.0], np.float32)))]
+        for i in range(4):
+            nodes.append(h.make_node("Add", [f"c{i}", f"c{i}"], [f"c{i + 1}"], name=f"add{i}"))
+        nodes.append(h.make_node("ReduceSum", ["c4"], ["y"], name="sum", keepdims=0))
+        save(name, nodes, [], [vi("y", TP.FLOAT, None)], [init("n", np.array([count], np.int64))])
 
     # Slice steps of INT64_MAX and INT64_MIN (each takes one element), on a
     # runtime input and on a constant (folded at load).
