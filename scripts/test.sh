@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every test: C++ (gtest) and Python (pytest, incl. stock LLVM 19 interop) via
 # ctest, warning-free with -Werror under g++ and clang, then the C++ tests
-# again under AddressSanitizer + UndefinedBehaviorSanitizer.
+# again under AddressSanitizer + UndefinedBehaviorSanitizer; a short fuzzing
+# run of every fuzz target (docs/reliability.md).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/setup.sh"
@@ -17,7 +18,12 @@ CC=clang-19 CXX=clang++-19 "$root/scripts/build.sh" "$root/build-clang" -DMLBRID
 
 echo "== g++ with ASan + UBSan: C++ tests"
 "$root/scripts/build.sh" "$root/build-asan" -DCMAKE_BUILD_TYPE=Debug -DMLBRIDGE_SANITIZE=address,undefined -DMLBRIDGE_BUILD_TOOLS=OFF -DMLBRIDGE_WITH_GRPC=OFF
-(cd "$root/build-asan" && ctest --output-on-failure -j2 -R '^cpp\.|noexcept|^ort\.|^c\.')
+(cd "$root/build-asan" && ctest --output-on-failure -j2 -R '^cpp\.|noexcept|^ort\.|^c\.|^fuzz\.')
+
+echo "== clang-19 libFuzzer + ASan + UBSan: each fuzz target for a few seconds, then its saved crashers and seeds"
+CC=clang-19 CXX=clang++-19 "$root/scripts/build.sh" "$root/build-fuzz" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMLBRIDGE_FUZZ=ON \
+  -DMLBRIDGE_BUILD_TESTS=OFF -DMLBRIDGE_BUILD_TOOLS=OFF -DMLBRIDGE_WITH_GRPC=OFF -DMLBRIDGE_WITH_ONNXRUNTIME=OFF
+(cd "$root/build-fuzz" && ctest --output-on-failure -j2 -L fuzz)
 
 echo "== g++ with ThreadSanitizer: one ONNX model evaluated from many threads, pipe and shared-memory runner threads"
 "$root/scripts/build.sh" "$root/build-tsan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMLBRIDGE_SANITIZE=thread -DMLBRIDGE_BUILD_TOOLS=OFF -DMLBRIDGE_WITH_GRPC=OFF -DMLBRIDGE_WITH_ONNXRUNTIME=OFF

@@ -3,6 +3,7 @@
 #include <limits>
 #include <unordered_set>
 
+#include "checked_math.h"
 #include "json/json.h"
 
 namespace mlbridge {
@@ -17,15 +18,12 @@ Status TensorSpec::validate() const {
   if (name_.empty()) return invalidArgument("tensor spec has an empty name");
   if (type_ == DType::kInvalid || dtypeName(type_) == std::string("invalid"))
     return invalidArgument("tensor '" + name_ + "' has an invalid dtype");
-  // Refuse sizes that overflow or cannot be allocated (1 TiB elements).
-  constexpr uint64_t kMaxElements = uint64_t(1) << 40;
-  uint64_t n = 1;
-  for (int64_t d : shape_) {
+  for (int64_t d : shape_)
     if (d < 0) return invalidArgument("tensor '" + name_ + "' has a negative dimension in shape " + shapeToString(shape_));
-    if (d != 0 && n > kMaxElements / static_cast<uint64_t>(d))
-      return invalidArgument("tensor '" + name_ + "' is too large: shape " + shapeToString(shape_));
-    n *= static_cast<uint64_t>(d);
-  }
+  // Refuse sizes that overflow or cannot be allocated (1 TiB elements).
+  size_t n;
+  if (!checked::elementCount(shape_.data(), shape_.size(), 1, uint64_t(1) << 40, &n))
+    return invalidArgument("tensor '" + name_ + "' is too large: shape " + shapeToString(shape_));
   return Status::OK();
 }
 

@@ -483,6 +483,28 @@ MLB_API mlb_status mlb_onnx_options_set_allow_newer_opsets(mlb_onnx_options* opt
 MLB_API mlb_status mlb_onnx_options_set_portable_kernels(mlb_onnx_options* options, int enable,
                                                          mlb_error** error) MLB_NOEXCEPT;
 
+/* Limits on untrusted models (defaults as mlbridge::OnnxLoadOptions; see
+   docs/reliability.md). Over a limit, loading fails fast, before allocating,
+   with MLB_RESOURCE_EXHAUSTED (MLB_DEADLINE_EXCEEDED for the time) and a
+   message naming the node and the limit. Sizes must be positive. */
+/* The model file or buffer (default 2 GiB). */
+MLB_API mlb_status mlb_onnx_options_set_max_model_bytes(mlb_onnx_options* options, uint64_t max_bytes,
+                                                        mlb_error** error) MLB_NOEXCEPT;
+/* Any one tensor: weights, constants, intermediates (default 1 GiB). */
+MLB_API mlb_status mlb_onnx_options_set_max_tensor_bytes(mlb_onnx_options* options, uint64_t max_bytes,
+                                                         mlb_error** error) MLB_NOEXCEPT;
+/* All constants computed while loading together: constant folding,
+   ConstantOfShape, Range, ... (default 256 MiB). */
+MLB_API mlb_status mlb_onnx_options_set_max_folded_bytes(mlb_onnx_options* options, uint64_t max_bytes,
+                                                         mlb_error** error) MLB_NOEXCEPT;
+/* Wall time of one load (read, import, folding, planning); 0: no limit
+   (default 60000 ms). */
+MLB_API mlb_status mlb_onnx_options_set_load_timeout_ms(mlb_onnx_options* options, int64_t timeout_ms,
+                                                        mlb_error** error) MLB_NOEXCEPT;
+/* Longest chain of dependent nodes (default 10000). */
+MLB_API mlb_status mlb_onnx_options_set_max_graph_depth(mlb_onnx_options* options, uint64_t max_depth,
+                                                        mlb_error** error) MLB_NOEXCEPT;
+
 /* Loads a .onnx file (`options` may be NULL). Errors name the node:
    MLB_DATA_LOSS for a malformed file, MLB_UNIMPLEMENTED for an unsupported
    operator, MLB_NOT_FOUND for a missing file. */

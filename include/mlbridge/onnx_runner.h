@@ -52,8 +52,14 @@ struct OnnxLoadOptions {
   std::vector<std::pair<std::string, int64_t>> dimValues;
   // Value of symbolic dimensions not listed above (and of unnamed ones).
   int64_t defaultDimValue = 1;
-  size_t maxFileBytes = size_t(2) << 30;    // larger files are refused before reading
+  // Limits on untrusted models; over one, loading fails fast with an error
+  // naming the node and the option (kResourceExhausted, kDeadlineExceeded
+  // for the time). Table and rationale: docs/reliability.md, "Limits".
+  size_t maxFileBytes = size_t(2) << 30;    // the model (file or bytes): larger ones are refused before reading
   size_t maxTensorBytes = size_t(1) << 30;  // any one tensor (weights or intermediate)
+  size_t maxFoldedBytes = size_t(256) << 20;  // all constants computed at load (folding, ConstantOfShape, ...) together
+  int64_t loadTimeoutMs = 60000;            // wall time of one load / specialization (import, folding, planning); 0: none
+  size_t maxGraphDepth = 10000;             // longest chain of dependent nodes
   bool allowNewerOpsets = false;            // accept opsets newer than 28 (unchecked semantics)
   bool portableKernels = false;             // baseline x86-64 kernels only (no AVX2 dispatch)
 };

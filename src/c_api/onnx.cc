@@ -3,6 +3,7 @@
 // then defines MLBRIDGE_HAVE_ENGINE for the library, and without it the load
 // functions report MLB_UNIMPLEMENTED (options still work, so callers need no
 // #ifdefs).
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -118,6 +119,57 @@ extern "C" mlb_status mlb_onnx_options_set_portable_kernels(mlb_onnx_options* op
     if (!options) return nullArgument("mlb_onnx_options_set_portable_kernels", "options");
     options->options.portableKernels = enable != 0;
     return Status::OK();
+  });
+}
+
+// Limits on untrusted models (OnnxLoadOptions; docs/reliability.md, "Limits").
+namespace {
+Status setSizeLimit(const char* function, uint64_t value, size_t* field) {
+  if (value == 0) return invalidArgument(std::string(function) + ": the limit must be positive");
+  *field = value > SIZE_MAX ? SIZE_MAX : static_cast<size_t>(value);
+  return Status::OK();
+}
+}  // namespace
+
+extern "C" mlb_status mlb_onnx_options_set_max_model_bytes(mlb_onnx_options* options, uint64_t max_bytes,
+                                                           mlb_error** error) noexcept {
+  return guardError(error, [&]() -> Status {
+    if (!options) return nullArgument("mlb_onnx_options_set_max_model_bytes", "options");
+    return setSizeLimit("mlb_onnx_options_set_max_model_bytes", max_bytes, &options->options.maxFileBytes);
+  });
+}
+
+extern "C" mlb_status mlb_onnx_options_set_max_tensor_bytes(mlb_onnx_options* options, uint64_t max_bytes,
+                                                            mlb_error** error) noexcept {
+  return guardError(error, [&]() -> Status {
+    if (!options) return nullArgument("mlb_onnx_options_set_max_tensor_bytes", "options");
+    return setSizeLimit("mlb_onnx_options_set_max_tensor_bytes", max_bytes, &options->options.maxTensorBytes);
+  });
+}
+
+extern "C" mlb_status mlb_onnx_options_set_max_folded_bytes(mlb_onnx_options* options, uint64_t max_bytes,
+                                                            mlb_error** error) noexcept {
+  return guardError(error, [&]() -> Status {
+    if (!options) return nullArgument("mlb_onnx_options_set_max_folded_bytes", "options");
+    return setSizeLimit("mlb_onnx_options_set_max_folded_bytes", max_bytes, &options->options.maxFoldedBytes);
+  });
+}
+
+extern "C" mlb_status mlb_onnx_options_set_load_timeout_ms(mlb_onnx_options* options, int64_t timeout_ms,
+                                                           mlb_error** error) noexcept {
+  return guardError(error, [&]() -> Status {
+    if (!options) return nullArgument("mlb_onnx_options_set_load_timeout_ms", "options");
+    if (timeout_ms < 0) return invalidArgument("the load timeout must not be negative, got " + std::to_string(timeout_ms));
+    options->options.loadTimeoutMs = timeout_ms;
+    return Status::OK();
+  });
+}
+
+extern "C" mlb_status mlb_onnx_options_set_max_graph_depth(mlb_onnx_options* options, uint64_t max_depth,
+                                                           mlb_error** error) noexcept {
+  return guardError(error, [&]() -> Status {
+    if (!options) return nullArgument("mlb_onnx_options_set_max_graph_depth", "options");
+    return setSizeLimit("mlb_onnx_options_set_max_graph_depth", max_depth, &options->options.maxGraphDepth);
   });
 }
 

@@ -1,5 +1,7 @@
 #include "engine/common.h"
 
+#include "checked_math.h"
+
 #include <cstring>
 #include <limits>
 #include <cstdlib>
@@ -8,23 +10,7 @@ namespace mlbridge {
 namespace engine {
 
 bool shapeElementCount(const Shape& shape, size_t elementSize, size_t limitBytes, size_t* count) {
-  size_t n = 1;
-  for (int64_t d : shape) {
-    if (d < 0) return false;
-    if (d == 0) {
-      n = 0;
-      continue;
-    }
-    if (n != 0 && static_cast<uint64_t>(d) > limitBytes / n) return false;
-    n *= static_cast<size_t>(d);
-  }
-  // A zero dimension anywhere makes the tensor empty, but the other
-  // dimensions must still be sane (checked above, each bounded by the limit).
-  for (int64_t d : shape)
-    if (static_cast<uint64_t>(d) > limitBytes) return false;
-  if (elementSize != 0 && n > limitBytes / elementSize) return false;
-  *count = n;
-  return true;
+  return checked::elementCount(shape.data(), shape.size(), elementSize, limitBytes, count);
 }
 
 size_t elementCount(const Shape& shape) {

@@ -8,6 +8,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "checked_math.h"
 #include "engine/program.h"
 
 namespace mlbridge {
@@ -39,6 +40,17 @@ bool broadcastShapes(const Shape& a, const Shape& b, Shape* out) {
   return true;
 }
 
+// Charges `bytes` of constants computed at load (folding, ConstantOfShape,
+// Range, ...) to the model's budget, before they are allocated.
+Status chargeFolded(size_t* used, size_t bytes, const ImportOptions& opt, const std::string& who) {
+  if (*used > opt.maxFoldedBytes || bytes > opt.maxFoldedBytes - *used)
+    return resourceExhausted(who + ": computing constants at load would take " + std::to_string(bytes) +
+                             " more bytes, " + std::to_string(*used) + " already used, over the limit of " +
+                             std::to_string(opt.maxFoldedBytes) + " (OnnxLoadOptions::maxFoldedBytes)");
+  *used += bytes;
+  return Status::OK();
+}
+
 // One node being imported: inputs, attribute access with "was it read?"
 // bookkeeping (anything not read is an unsupported attribute), outputs.
 class NodeBuilder {
@@ -50,8 +62,9 @@ class NodeBuilder {
     BufferPtr constant;
   };
 
-  NodeBuilder(Graph& g, const NodeDesc& nd, int index, const std::vector<int>& inputIds, const ImportOptions& opt)
-      : g_(g), nd_(nd), ids_(inputIds), opt_(opt), used_(nd.attributes.size(), false) {
+  NodeBuilder(Graph& g, const NodeDesc& nd, int index, const std::vector<int>& inputIds, const ImportOptions& opt,
+              size_t* foldedBytes)
+      : g_(g), nd_(nd), ids_(inputIds), opt_(opt), used_(nd.attributes.size(), false), folded_(foldedBytes) {
     node.name = nd.name;
     node.sourceIndex = index;
     outs.resize(nd.outputs.size());
@@ -234,10 +247,12 @@ class NodeBuilder {
     if (shape.size() > static_cast<size_t>(kMaxRank))
       return unsupported("output rank " + std::to_string(shape.size()) + " is above the supported " +
                          std::to_string(kMaxRank));
+    for (int64_t d : shape)
+      if (d < 0) return error("output shape " + shapeString(shape) + " has a negative dimension");
     size_t count;
     if (!shapeElementCount(shape, dtypeSize(dtype), opt_.maxTensorBytes, &count))
-      return error("output shape " + shapeString(shape) + " is invalid or larger than the " +
-                   std::to_string(opt_.maxTensorBytes) + "-byte tensor limit");
+      return resourceExhausted(describe() + ": output shape " + shapeString(shape) + " is larger than the " +
+                               std::to_string(opt_.maxTensorBytes) + "-byte tensor limit (maxTensorBytes)");
     outs[k].set = true;
     outs[k].dtype = dtype;
     outs[k].shape = std::move(shape);
@@ -249,6 +264,10 @@ class NodeBuilder {
     return Status::OK();
   }
   size_t maxBytes() const { return opt_.maxTensorBytes; }
+  // A constant of this shape is about to be computed: charge the budget.
+  Status chargeConstant(DType dtype, const Shape& shape) {
+    return chargeFolded(folded_, elementCount(shape) * dtypeSize(dtype), opt_, describe());
+  }
 
  private:
   Graph& g_;
@@ -256,6 +275,7 @@ class NodeBuilder {
   const std::vector<int>& ids_;
   const ImportOptions& opt_;
   std::vector<bool> used_;
+  size_t* folded_;
 };
 
 const std::initializer_list<DType> kFloats = {DType::kFloat32, DType::kFloat64};
@@ -673,7 +693,8 @@ Status importConcat(NodeBuilder& b) {
     for (size_t d = 0; d < s.size(); ++d)
       if (static_cast<int64_t>(d) != a && s[d] != first[d])
         return b.error("input shapes " + shapeString(first) + " and " + shapeString(s) + " differ outside the axis");
-    out[static_cast<size_t>(a)] += s[static_cast<size_t>(a)];
+    if (!checked::add(out[static_cast<size_t>(a)], s[static_cast<size_t>(a)], &out[static_cast<size_t>(a)]))
+      return b.error("the concatenated dimension overflows");
     b.node.inputs.push_back(b.id(i));
   }
   setI(b.node, "axis", a);
@@ -745,10 +766,16 @@ Status importSlice(NodeBuilder& b) {
   }
   Shape out(in.size());
   for (size_t d = 0; d < in.size(); ++d) {
-    int64_t s = fullStart[d], e = fullEnd[d], st = fullStep[d];
-    int64_t n = st > 0 ? (e - s + st - 1) / st : (s - e + (-st) - 1) / (-st);
-    out[d] = std::max<int64_t>(n, 0);
-    if (out[d] == 0) fullStart[d] = 0;
+    // s and e are clamped to [-1, dim], so only the step can be extreme
+    // (INT64_MIN included): count in unsigned arithmetic, ceil(span / |step|).
+    const int64_t s = fullStart[d], e = fullEnd[d], st = fullStep[d];
+    const int64_t span = st > 0 ? e - s : s - e;
+    const uint64_t n = span <= 0 ? 0 : (static_cast<uint64_t>(span) - 1) / checked::magnitude(st) + 1;
+    out[d] = static_cast<int64_t>(n);
+    // With at most one element the step is never applied: make it 1 so that
+    // strides computed from it (lowerSlice) stay within the tensor.
+    if (n <= 1) fullStep[d] = 1;
+    if (n == 0) fullStart[d] = 0;
   }
   setIs(b.node, "starts", fullStart);
   setIs(b.node, "ends", fullEnd);
@@ -818,7 +845,7 @@ Status importSplit(NodeBuilder& b) {
   int64_t sum = 0;
   for (int64_t s : sizes) {
     if (s < 0) return b.error("split sizes must be >= 0");
-    sum += s;
+    if (!checked::add(sum, s, &sum)) return b.error("split sizes overflow");
   }
   if (sum != dim) return b.error("split sizes sum to " + std::to_string(sum) + ", dimension is " + std::to_string(dim));
   setI(b.node, "axis", a);
@@ -1025,6 +1052,9 @@ Status importRnn(NodeBuilder& b) {
                    std::to_string(G) + "*hidden_size, " + std::to_string(input) + "]");
   if (hidden < 0) hidden = W.shape[1] / G;
   if (hidden <= 0) return b.error("hidden_size must be positive");
+  // W's rows (bounded by the tensor limit) bound hidden_size before any product.
+  if (hidden > W.shape[1] / G)
+    return b.error("hidden_size " + std::to_string(hidden) + " does not match W " + shapeString(W.shape));
   const Shape wShape{dirs, G * hidden, input}, rShape{dirs, G * hidden, hidden};
   if (W.shape != wShape) return b.error("W has shape " + shapeString(W.shape) + ", expected " + shapeString(wShape));
   if (R.shape != rShape) return b.error("R has shape " + shapeString(R.shape) + ", expected " + shapeString(rShape));
@@ -1162,6 +1192,7 @@ Status importConstantOfShape(NodeBuilder& b) {
   if (v.count() != 1) return b.error("'value' must hold exactly one element");
   Shape s(shape.begin(), shape.end());
   MLBRIDGE_RETURN_IF_ERROR(b.setOutput(0, v.dtype, s));
+  MLBRIDGE_RETURN_IF_ERROR(b.chargeConstant(v.dtype, s));
   Tensor t = makeTensor(v.dtype, s);
   if (!t.data) return resourceExhausted(b.describe() + ": out of memory");
   const size_t es = dtypeSize(v.dtype);
@@ -1186,22 +1217,38 @@ Status importRange(NodeBuilder& b) {
   if (s.count() != 1 || l.count() != 1 || d.count() != 1) return b.error("start, limit and delta must be scalars");
   double ds = tensorElementAsDouble(s, 0), dl = tensorElementAsDouble(l, 0), dd = tensorElementAsDouble(d, 0);
   if (dd == 0) return b.error("delta must not be 0");
-  double count = std::ceil((dl - ds) / dd);
-  if (!(count >= 0)) count = 0;
+  const bool isFloat = t == DType::kFloat32 || t == DType::kFloat64;
+  const int64_t is = tensorElementAsInt64(s, 0), il = tensorElementAsInt64(l, 0), id = tensorElementAsInt64(d, 0);
+  double count;
+  if (isFloat) {
+    count = std::ceil((dl - ds) / dd);
+    if (!(count >= 0)) count = 0;
+  } else {
+    // Exact for the whole int64 line (double loses the low bits near
+    // INT64_MAX): ceil(span / |delta|) in unsigned arithmetic.
+    uint64_t c = 0;
+    if (id > 0 && il > is) c = (static_cast<uint64_t>(il) - static_cast<uint64_t>(is) - 1) / checked::magnitude(id) + 1;
+    if (id < 0 && is > il) c = (static_cast<uint64_t>(is) - static_cast<uint64_t>(il) - 1) / checked::magnitude(id) + 1;
+    count = static_cast<double>(c);
+  }
   if (count > static_cast<double>(b.maxBytes())) return b.error("output is too large");
   const int64_t n = static_cast<int64_t>(count);
   MLBRIDGE_RETURN_IF_ERROR(b.setOutput(0, t, {n}));
+  MLBRIDGE_RETURN_IF_ERROR(b.chargeConstant(t, {n}));
   Tensor out = makeTensor(t, {n});
   if (!out.data) return resourceExhausted(b.describe() + ": out of memory");
   Buffer* buf = std::const_pointer_cast<Buffer>(out.data).get();
-  const int64_t is = tensorElementAsInt64(s, 0), id = tensorElementAsInt64(d, 0);
   for (int64_t k = 0; k < n; ++k) {
+    // Integers: start + k * delta lies in [start, limit), so it fits; the
+    // unsigned (wrapping) arithmetic only avoids an intermediate overflow.
+    const int64_t iv = static_cast<int64_t>(static_cast<uint64_t>(is) +
+                                            static_cast<uint64_t>(k) * static_cast<uint64_t>(id));
     switch (t) {
       case DType::kFloat32: buf->as<float>()[k] = static_cast<float>(ds + static_cast<double>(k) * dd); break;
       case DType::kFloat64: buf->as<double>()[k] = ds + static_cast<double>(k) * dd; break;
-      case DType::kInt16: buf->as<int16_t>()[k] = static_cast<int16_t>(is + k * id); break;
-      case DType::kInt32: buf->as<int32_t>()[k] = static_cast<int32_t>(is + k * id); break;
-      default: buf->as<int64_t>()[k] = is + k * id; break;
+      case DType::kInt16: buf->as<int16_t>()[k] = static_cast<int16_t>(iv); break;
+      case DType::kInt32: buf->as<int32_t>()[k] = static_cast<int32_t>(iv); break;
+      default: buf->as<int64_t>()[k] = iv; break;
     }
   }
   return b.setConstant(0, out);
@@ -1321,8 +1368,11 @@ StatusOr<Graph> importGraph(const onnx::ModelDesc& m, const std::vector<Shape>& 
 
   std::unordered_map<std::string, int> byName;
   std::unordered_map<std::string, Status> badInitializers;
+  std::vector<size_t> depth;  // per value: longest chain of nodes producing it
+  size_t folded = 0;          // bytes of constants computed so far (ImportOptions::maxFoldedBytes)
   auto addValue = [&](Value v) {
     g.values.push_back(std::move(v));
+    depth.push_back(0);
     return static_cast<int>(g.values.size() - 1);
   };
   for (const onnx::InitializerDesc& init : m.graph.initializers) {
@@ -1375,6 +1425,8 @@ StatusOr<Graph> importGraph(const onnx::ModelDesc& m, const std::vector<Shape>& 
     Op op;
     if (!opFromName(nd.opType, &op))
       return unimplemented(where() + ": unknown or unsupported operator '" + nd.opType + "'");
+    if (std::chrono::steady_clock::now() > opt.deadline)
+      return deadlineExceeded(where() + ": loading the model took longer than OnnxLoadOptions::loadTimeoutMs");
     std::vector<int> ids;
     for (const std::string& name : nd.inputs) {
       if (name.empty()) {
@@ -1391,7 +1443,13 @@ StatusOr<Graph> importGraph(const onnx::ModelDesc& m, const std::vector<Shape>& 
       }
       ids.push_back(it->second);
     }
-    NodeBuilder b(g, nd, static_cast<int>(ni), ids, opt);
+    size_t nodeDepth = 1;
+    for (int id : ids)
+      if (id >= 0) nodeDepth = std::max(nodeDepth, depth[static_cast<size_t>(id)] + 1);
+    if (nodeDepth > opt.maxGraphDepth)
+      return resourceExhausted(where() + ": the graph is deeper than " + std::to_string(opt.maxGraphDepth) +
+                               " nodes (OnnxLoadOptions::maxGraphDepth)");
+    NodeBuilder b(g, nd, static_cast<int>(ni), ids, opt, &folded);
     b.node.op = op;
     MLBRIDGE_RETURN_IF_ERROR(b.checkNoDuplicateAttributes());
     for (int id : ids)
@@ -1420,6 +1478,7 @@ StatusOr<Graph> importGraph(const onnx::ModelDesc& m, const std::vector<Shape>& 
       if (!v.constant) allConstant = false;
       anyOutput = true;
       int id = addValue(std::move(v));
+      depth[static_cast<size_t>(id)] = nodeDepth;
       byName[name] = id;
       node.outputs.push_back(id);
     }
@@ -1434,6 +1493,10 @@ StatusOr<Graph> importGraph(const onnx::ModelDesc& m, const std::vector<Shape>& 
         g.values[static_cast<size_t>(node.outputs[0])].constant = g.value(node.inputs[0]).constant;
         continue;
       }
+      size_t outBytes = 0;
+      for (int id : node.outputs)
+        if (id >= 0) outBytes += g.value(id).bytes();
+      MLBRIDGE_RETURN_IF_ERROR(chargeFolded(&folded, outBytes, opt, node.describe()));
       g.nodes.push_back(node);
       std::vector<Tensor> outs;
       Status s = evaluateConstantNode(g, g.nodes.back(), opt.maxTensorBytes, &outs);

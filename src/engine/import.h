@@ -5,6 +5,7 @@
 #ifndef MLBRIDGE_SRC_ENGINE_IMPORT_H
 #define MLBRIDGE_SRC_ENGINE_IMPORT_H
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,12 @@ constexpr int64_t kNewestOpset = 28;
 struct ImportOptions {
   size_t maxTensorBytes = size_t(1) << 30;
   bool allowNewerOpsets = false;  // accept opsets above kNewestOpset
+  // Budgets (OnnxLoadOptions): bytes of constants computed at import
+  // (folding, ConstantOfShape, Range, ...), longest node chain, and the
+  // moment import must give up (time_point::max(): never).
+  size_t maxFoldedBytes = size_t(256) << 20;
+  size_t maxGraphDepth = 10000;
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
 };
 
 // A runtime graph input as the file declares it.

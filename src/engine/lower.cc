@@ -5,6 +5,7 @@
 #include <cstring>
 #include <limits>
 
+#include "checked_math.h"
 #include "engine/program.h"
 
 namespace mlbridge {
@@ -396,11 +397,16 @@ Status lowerSlice(LowerCtx& c) {
   const std::vector<int64_t>& steps = c.n.attrInts("steps");
   Shape st = stridesOf(x.shape), stride(x.shape.size());
   int64_t offset = 0;
+  if (c.out(0).count() == 0) return lowerStrided(c, c.n.inputs[0], c.n.outputs[0], c.out(0).shape, stride, 0);
+  // The importer clamps starts into the tensor and sets a step of 1 where
+  // only one element is taken, so these stay within the element count;
+  // checked all the same, as the steps come from the model.
   for (size_t d = 0; d < x.shape.size(); ++d) {
-    stride[d] = st[d] * steps[d];
-    offset += starts[d] * st[d];
+    int64_t term;
+    if (!checked::mul(st[d], steps[d], &stride[d]) || !checked::mul(starts[d], st[d], &term) ||
+        !checked::add(offset, term, &offset))
+      return nodeError(c.n, "slice strides overflow (steps " + std::to_string(steps[d]) + ")");
   }
-  if (c.out(0).count() == 0) offset = 0;
   return lowerStrided(c, c.n.inputs[0], c.n.outputs[0], c.out(0).shape, stride, offset);
 }
 

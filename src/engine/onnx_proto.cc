@@ -322,43 +322,58 @@ StatusOr<Tensor> decodeTensor(const TensorFields& tf, const ReadOptions& options
   out.shape = tf.dims;
   size_t count;
   size_t es = dtypeSize(dtype);
+  for (int64_t d : out.shape)
+    if (d < 0) return invalidArgument("shape " + shapeString(out.shape) + " has a negative dimension");
   if (!shapeElementCount(out.shape, es, options.maxTensorBytes, &count))
-    return invalidArgument("shape " + shapeString(out.shape) + " is invalid or larger than the " +
-                           std::to_string(options.maxTensorBytes) + "-byte limit");
+    return resourceExhausted("shape " + shapeString(out.shape) + " is larger than the " +
+                             std::to_string(options.maxTensorBytes) + "-byte tensor limit (maxTensorBytes)");
   size_t bytes = count * es;
+  // The inline payload must hold exactly the shape's elements: checked before
+  // allocating, so that a few bytes cannot ask for a gigabyte.
+  if (tf.dataLocation != 1) {
+    size_t have = count;
+    const char* field = "raw_data";
+    if (tf.hasRaw) {
+      if (tf.rawSize != bytes)
+        return invalidArgument("has " + std::to_string(tf.rawSize) + " bytes of raw_data but its shape " +
+                               shapeString(out.shape) + " needs " + std::to_string(bytes));
+    } else if (dtype == DType::kFloat32) {
+      have = tf.floats.size(), field = "float_data";
+    } else if (dtype == DType::kFloat64) {
+      have = tf.doubles.size(), field = "double_data";
+    } else if (dtype == DType::kInt64) {
+      have = tf.int64s.size(), field = "int64_data";
+    } else if (dtype == DType::kUInt32 || dtype == DType::kUInt64) {
+      have = tf.uint64s.size(), field = "uint64_data";
+    } else {
+      have = tf.int32s.size(), field = "int32_data";
+    }
+    if (have != count)
+      return invalidArgument("has " + std::to_string(have) + " values in " + field + " but its shape " +
+                             shapeString(out.shape) + " needs " + std::to_string(count));
+  }
   std::shared_ptr<Buffer> buf = Buffer::allocate(bytes);
   if (!buf) return resourceExhausted("cannot allocate " + std::to_string(bytes) + " bytes");
   unsigned char* dst = buf->as<unsigned char>();
-  auto countMismatch = [&](size_t have, const char* field) {
-    return invalidArgument("has " + std::to_string(have) + " values in " + field + " but its shape " +
-                           shapeString(out.shape) + " needs " + std::to_string(count));
-  };
   if (tf.dataLocation == 1) {
     MLBRIDGE_RETURN_IF_ERROR(readExternal(tf, options, bytes, dst));
   } else if (tf.hasRaw) {
-    if (tf.rawSize != bytes)
-      return invalidArgument("has " + std::to_string(tf.rawSize) + " bytes of raw_data but its shape " +
-                             shapeString(out.shape) + " needs " + std::to_string(bytes));
     if (bytes) std::memcpy(dst, tf.raw, bytes);
     if (dtype == DType::kBool)
       for (size_t k = 0; k < count; ++k) dst[k] = dst[k] != 0;
   } else {
     switch (dtype) {
       case DType::kFloat32:
-        if (tf.floats.size() != count) return countMismatch(tf.floats.size(), "float_data");
         if (bytes) std::memcpy(dst, tf.floats.data(), bytes);
         break;
       case DType::kFloat64:
-        if (tf.doubles.size() != count) return countMismatch(tf.doubles.size(), "double_data");
         if (bytes) std::memcpy(dst, tf.doubles.data(), bytes);
         break;
       case DType::kInt64:
-        if (tf.int64s.size() != count) return countMismatch(tf.int64s.size(), "int64_data");
         if (bytes) std::memcpy(dst, tf.int64s.data(), bytes);
         break;
       case DType::kUInt32:
       case DType::kUInt64:
-        if (tf.uint64s.size() != count) return countMismatch(tf.uint64s.size(), "uint64_data");
         if (dtype == DType::kUInt32) convertInto<uint32_t>(dst, tf.uint64s);
         else convertInto<uint64_t>(dst, tf.uint64s);
         break;
@@ -368,7 +383,6 @@ StatusOr<Tensor> decodeTensor(const TensorFields& tf, const ReadOptions& options
       case DType::kUInt16:
       case DType::kUInt8:
       case DType::kBool:
-        if (tf.int32s.size() != count) return countMismatch(tf.int32s.size(), "int32_data");
         if (dtype == DType::kInt32) convertInto<int32_t>(dst, tf.int32s);
         else if (dtype == DType::kInt16) convertInto<int16_t>(dst, tf.int32s);
         else if (dtype == DType::kInt8) convertInto<int8_t>(dst, tf.int32s);

@@ -3,6 +3,7 @@
 
 #include "graph_binding.h"
 
+#include <chrono>
 #include <cstring>
 #include <map>
 
@@ -25,13 +26,30 @@ struct OnnxModel::Impl {
 
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
+// When a load or specialization that starts now must give up.
+Clock::time_point loadDeadline(const OnnxLoadOptions& options) {
+  if (options.loadTimeoutMs <= 0) return Clock::time_point::max();
+  return Clock::now() + std::chrono::milliseconds(options.loadTimeoutMs);
+}
+
+Status checkDeadline(Clock::time_point deadline, const OnnxLoadOptions& options, const char* phase) {
+  if (Clock::now() <= deadline) return Status::OK();
+  return deadlineExceeded(std::string("loading the model took longer than ") + std::to_string(options.loadTimeoutMs) +
+                          " ms (OnnxLoadOptions::loadTimeoutMs), " + phase);
+}
+
 // Imports and plans `desc` with the given input shapes.
 Status build(std::shared_ptr<const engine::onnx::ModelDesc> desc, std::vector<engine::InputDecl> decls,
-             const std::vector<engine::Shape>& shapes, const OnnxLoadOptions& options,
+             const std::vector<engine::Shape>& shapes, const OnnxLoadOptions& options, Clock::time_point deadline,
              std::unique_ptr<OnnxModel::Impl>* implOut) {
   engine::ImportOptions io;
   io.maxTensorBytes = options.maxTensorBytes;
   io.allowNewerOpsets = options.allowNewerOpsets;
+  io.maxFoldedBytes = options.maxFoldedBytes;
+  io.maxGraphDepth = options.maxGraphDepth;
+  io.deadline = deadline;
   StatusOr<engine::Graph> graph = engine::importGraph(*desc, shapes, io);
   if (!graph.ok()) return graph.status();
   engine::CompileOptions co;
@@ -39,6 +57,7 @@ Status build(std::shared_ptr<const engine::onnx::ModelDesc> desc, std::vector<en
   co.maxArenaBytes = options.maxTensorBytes;
   StatusOr<std::shared_ptr<const engine::Program>> program = engine::compileProgram(*graph, co);
   if (!program.ok()) return program.status();
+  MLBRIDGE_RETURN_IF_ERROR(checkDeadline(deadline, options, "while planning"));
   std::unique_ptr<OnnxModel::Impl> impl(new OnnxModel::Impl());
   impl->desc = std::move(desc);
   impl->decls = std::move(decls);
@@ -63,6 +82,10 @@ Status build(std::shared_ptr<const engine::onnx::ModelDesc> desc, std::vector<en
 Status loadImpl(const void* data, size_t size, const OnnxLoadOptions& options, const std::string& dir,
                 std::unique_ptr<OnnxModel::Impl>* implOut) {
   if (options.defaultDimValue < 0) return invalidArgument("defaultDimValue must be >= 0");
+  if (size > options.maxFileBytes)
+    return engine::resourceExhausted("the model has " + std::to_string(size) + " bytes, over the limit of " +
+                             std::to_string(options.maxFileBytes) + " (OnnxLoadOptions::maxFileBytes)");
+  const Clock::time_point deadline = loadDeadline(options);
   engine::onnx::ReadOptions ro;
   ro.maxTensorBytes = options.maxTensorBytes;
   ro.externalDataDir = dir;
@@ -83,7 +106,8 @@ Status loadImpl(const void* data, size_t size, const OnnxLoadOptions& options, c
     }
     shapes.push_back(std::move(s));
   }
-  return build(shared, std::move(*decls), shapes, options, implOut);
+  MLBRIDGE_RETURN_IF_ERROR(checkDeadline(deadline, options, "while reading"));
+  return build(shared, std::move(*decls), shapes, options, deadline, implOut);
 }
 
 
@@ -117,7 +141,8 @@ StatusOr<std::shared_ptr<const OnnxModel>> OnnxModel::specialize(
     return invalidArgument("specialize: " + std::to_string(inputShapes.size()) + " shapes for " +
                            std::to_string(impl_->decls.size()) + " inputs");
   std::unique_ptr<Impl> impl;
-  MLBRIDGE_RETURN_IF_ERROR(build(impl_->desc, impl_->decls, inputShapes, impl_->options, &impl));
+  MLBRIDGE_RETURN_IF_ERROR(
+      build(impl_->desc, impl_->decls, inputShapes, impl_->options, loadDeadline(impl_->options), &impl));
   return std::shared_ptr<const OnnxModel>(new OnnxModel(std::move(impl)));
 }
 

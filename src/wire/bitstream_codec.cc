@@ -2,6 +2,7 @@
 #include <cstring>
 #include <string>
 
+#include "checked_math.h"
 #include "json/json.h"
 #include "wire/codec.h"
 
@@ -11,9 +12,12 @@ namespace {
 
 constexpr size_t kCopyBelowBytes = 256;
 
+// Bytes of one record of these tensors; SIZE_MAX (more than any stream
+// holds) if the sum of a hostile header's sizes overflows.
 size_t totalBytes(const std::vector<TensorSpec>& specs) {
   size_t n = 0;
-  for (const TensorSpec& s : specs) n += s.byteSize();
+  for (const TensorSpec& s : specs)
+    if (!checked::add(n, s.byteSize(), &n)) return SIZE_MAX;
   return n;
 }
 
@@ -188,7 +192,7 @@ class BitstreamCodec final : public Codec {
       int64_t id = 0;
       if (obs && obs->toInt64(&id)) {
         size_t need = totalBytes(specs.features);
-        if (bytes.size() - pos < need + 1)
+        if (bytes.size() - pos <= need)
           return dataLoss("bitstream: observation " + std::to_string(id) + " is truncated");
         DecodedMessage m;
         m.kind = DecodedMessage::Kind::kObservation;
@@ -207,7 +211,7 @@ class BitstreamCodec final : public Codec {
       }
       if (outcome && outcome->toInt64(&id)) {  // training logs: the score record
         size_t need = totalBytes(score);
-        if (bytes.size() - pos < need + 1 || bytes[pos + need] != '\n')
+        if (bytes.size() - pos <= need || bytes[pos + need] != '\n')
           return dataLoss("bitstream: outcome " + std::to_string(id) + " is truncated");
         DecodedMessage m;
         m.kind = DecodedMessage::Kind::kOutcome;

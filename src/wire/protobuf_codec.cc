@@ -312,6 +312,7 @@ Status readString(Reader& r, std::string* out) {
 
 Status readShape(Reader& r, WireType type, const uint8_t* base, std::vector<int64_t>& shape) {
   if (type == pb::kVarint) {
+    if (shape.size() == kMaxDims) return r.error("too many dimensions");
     uint64_t d;
     MLBRIDGE_RETURN_IF_ERROR(r.readVarint(&d));
     shape.push_back(static_cast<int64_t>(d));

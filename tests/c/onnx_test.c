@@ -178,6 +178,42 @@ TEST(load_from_memory_and_errors) {
   free(bytes);
 }
 
+/* Limits: the 1 GiB ConstantOfShape model fails fast, naming the node and
+   the option; limits are settable and checked; a small model limit refuses
+   a model before reading it. */
+TEST(limits) {
+  mlb_onnx_options* o = NULL;
+  mlb_onnx_model* model = NULL;
+  mlb_error* err = NULL;
+  REQUIRE(mlb_onnx_options_create(&o, NULL) == MLB_OK);
+  CHECK_ERR_CALL(MLB_RESOURCE_EXHAUSTED,
+                 mlb_onnx_model_load(MLBT_MODELS_DIR "/limits/constant_of_shape_bomb.onnx", o, &model, &err), err);
+  CHECK_CONTAINS(mlb_error_message(err), "\"big\" (ConstantOfShape)");
+  CHECK_CONTAINS(mlb_error_message(err), "maxFoldedBytes");
+  CHECK(model == NULL);
+  CHECK_ERR_CALL(MLB_OK, mlb_onnx_options_set_max_tensor_bytes(o, 1u << 20, &err), err);
+  CHECK_ERR_CALL(MLB_RESOURCE_EXHAUSTED,
+                 mlb_onnx_model_load(MLBT_MODELS_DIR "/limits/constant_of_shape_bomb.onnx", o, &model, &err), err);
+  CHECK_CONTAINS(mlb_error_message(err), "tensor limit");
+  CHECK_ERR_CALL(MLB_OK, mlb_onnx_options_set_max_folded_bytes(o, 1u << 20, &err), err);
+  CHECK_ERR_CALL(MLB_OK, mlb_onnx_options_set_load_timeout_ms(o, 0, &err), err);
+  CHECK_ERR_CALL(MLB_OK, mlb_onnx_options_set_max_graph_depth(o, 2, &err), err);
+  CHECK_ERR_CALL(MLB_RESOURCE_EXHAUSTED, mlb_onnx_model_load(MODEL, o, &model, &err), err);
+  CHECK_CONTAINS(mlb_error_message(err), "maxGraphDepth");
+  CHECK_ERR_CALL(MLB_OK, mlb_onnx_options_set_max_graph_depth(o, 10000, &err), err);
+  CHECK_ERR_CALL(MLB_OK, mlb_onnx_options_set_max_model_bytes(o, 64, &err), err);
+  CHECK_ERR_CALL(MLB_RESOURCE_EXHAUSTED, mlb_onnx_model_load_from_memory("0123456789012345678901234567890123456789"
+                 "012345678901234567890123456789", 70, o, &model, &err), err);
+  CHECK_CONTAINS(mlb_error_message(err), "maxFileBytes");
+  CHECK_ERR_CALL(MLB_INVALID_ARGUMENT, mlb_onnx_options_set_max_model_bytes(o, 0, &err), err);
+  CHECK_ERR_CALL(MLB_INVALID_ARGUMENT, mlb_onnx_options_set_max_tensor_bytes(o, 0, &err), err);
+  CHECK_ERR_CALL(MLB_INVALID_ARGUMENT, mlb_onnx_options_set_max_folded_bytes(NULL, 1, &err), err);
+  CHECK_ERR_CALL(MLB_INVALID_ARGUMENT, mlb_onnx_options_set_load_timeout_ms(o, -1, &err), err);
+  CHECK_ERR_CALL(MLB_INVALID_ARGUMENT, mlb_onnx_options_set_max_graph_depth(o, 0, &err), err);
+  mlb_error_free(err);
+  mlb_onnx_options_destroy(o);
+}
+
 #else
 
 TEST(without_engine) {
@@ -198,6 +234,7 @@ int main(int argc, char** argv) {
 #if defined(MLBT_EXPECT_ENGINE)
       TEST_CASE(evaluate_reference_model),
       TEST_CASE(load_from_memory_and_errors),
+      TEST_CASE(limits),
 #else
       TEST_CASE(without_engine),
 #endif

@@ -575,6 +575,55 @@ def faults(out):
          x + [vi("s", TP.INT64, [2])], y)
 
 
+def limits(out):
+    """Models from fuzzing and issue 13: bounded work on hostile models."""
+    d = os.path.join(out, "limits")
+    os.makedirs(d, exist_ok=True)
+
+    def save(name, nodes, inputs, outputs, inits=()):
+        graph = h.make_graph(nodes, name, inputs, outputs, list(inits))
+        m = h.make_model(graph, opset_imports=[h.make_opsetid("", 17)], producer_name="mlbridge limits")
+        m.ir_version = 8
+        onnx.save(m, os.path.join(d, name + ".onnx"))
+
+    # A float ConstantOfShape of 2^28 elements (1 GiB), Add chains, ReduceSum:
+    # a few hundred bytes that asked for 5 GiB and 14 s before the budget.
+    # The same with 2^10 elements (4 KiB each): the folding budget's unit test.
+    for name, count in (("constant_of_shape_bomb", 1 << 28), ("constant_of_shape_small", 1 << 10)):
+        nodes = [h.make_node("ConstantOfShape", ["n"], ["c0"], name="big",
+                             value=nh.from_array(np.array([1.0], np.float32)))]
+        for i in range(4):
+            nodes.append(h.make_node("Add", [f"c{i}", f"c{i}"], [f"c{i + 1}"], name=f"add{i}"))
+        nodes.append(h.make_node("ReduceSum", ["c4"], ["y"], name="sum", keepdims=0))
+        save(name, nodes, [], [vi("y", TP.FLOAT, None)], [init("n", np.array([count], np.int64))])
+
+    # Slice steps of INT64_MAX and INT64_MIN (each takes one element), on a
+    # runtime input and on a constant (folded at load).
+    big, small = np.iinfo(np.int64).max, np.iinfo(np.int64).min
+    i64 = lambda *v: np.array(v, np.int64)
+    save("slice_extreme_steps",
+         [h.make_node("Slice", ["x", "s0", "e0", "ax", "stmax"], ["y_max"], name="slice_max"),
+          h.make_node("Slice", ["x", "s3", "emin", "ax", "stmin"], ["y_min"], name="slice_min"),
+          h.make_node("Slice", ["k", "s0", "e0", "ax", "stmax"], ["k_max"], name="fold_max"),
+          h.make_node("Slice", ["k", "s3", "emin", "ax", "stmin"], ["k_min"], name="fold_min"),
+          h.make_node("Add", ["y_max", "k_max"], ["a"], name="add_max"),
+          h.make_node("Add", ["y_min", "k_min"], ["b"], name="add_min")],
+         [vi("x", TP.FLOAT, [1, 4])], [vi("a", TP.FLOAT, [1, 1]), vi("b", TP.FLOAT, [1, 1])],
+         [init("k", np.array([[10, 20, 30, 40]], np.float32)), init("s0", i64(0)), init("e0", i64(4)),
+          init("s3", i64(3)), init("emin", i64(small)), init("ax", i64(1)), init("stmax", i64(big)),
+          init("stmin", i64(small))])
+
+    # Range over the whole int64 line (the element k * delta overflowed) and
+    # next to INT64_MAX (the count, computed in double, was 0).
+    save("range_int64_extremes",
+         [h.make_node("Range", ["lo", "hi", "quarter"], ["wide"], name="range_wide"),
+          h.make_node("Range", ["near", "hi", "three"], ["top"], name="range_top")],
+         [], [vi("wide", TP.INT64, [4]), vi("top", TP.INT64, [4])],
+         [init("lo", np.array(small, np.int64)), init("hi", np.array(big, np.int64)),
+          init("quarter", np.array(1 << 62, np.int64)), init("near", np.array(big - 10, np.int64)),
+          init("three", np.array(3, np.int64))])
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "models"))
@@ -603,6 +652,7 @@ def main():
     c.write_manifest()
     external_data(args.out)
     faults(args.out)
+    limits(args.out)
     total = sum(os.path.getsize(os.path.join(dp, f)) for dp, _, fs in os.walk(args.out) for f in fs)
     print(f"wrote {len(c.entries)} models + faults to {args.out} ({total / 1024:.0f} KiB)")
 
