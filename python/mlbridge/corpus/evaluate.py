@@ -169,7 +169,8 @@ def evaluate(corpus: Corpus, policy: Policy, toolchain: Toolchain, *, jobs: Opti
         def one(module: Module) -> ModuleScore:
             return _score(module, policy, work, toolchain, options, base_opts, cache)
 
-        futures = [pool.submit(one, m) for m in corpus.modules]
+        # Largest bitcode first: the longest compiles do not end up alone at the end.
+        futures = [pool.submit(one, m) for m in sorted(corpus.modules, key=_bc_size, reverse=True)]
         try:
             for fut in cf.as_completed(futures):
                 score = fut.result()
@@ -186,6 +187,13 @@ def evaluate(corpus: Corpus, policy: Policy, toolchain: Toolchain, *, jobs: Opti
     result.scores = [by_name[m.name] for m in corpus.modules]
     result.wall_seconds = time.monotonic() - start
     return result
+
+
+def _bc_size(module: Module) -> int:
+    try:
+        return os.path.getsize(module.bc)
+    except OSError:
+        return 0
 
 
 def _score(module: Module, policy: Policy, work: str, toolchain: Toolchain, options: CompileOptions,
