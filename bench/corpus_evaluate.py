@@ -93,6 +93,12 @@ def main() -> int:
                     os.path.join(ROOT, "build", "libMLBridgeLLVM.so"))
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="'all cores' (default: nproc)")
+    ap.add_argument("--model", default=None,
+                    help="ONNX inliner policy (default: examples/llvm_plugin's trained linear policy, exported)")
+    ap.add_argument("--aot-plugin", default=None,
+                    help="libMLBridgeLLVMAot.so: also run its compiled-in policy (runner aot); with --model "
+                         "tests/integrations/llvm/models/callee_bb_le_3.onnx (the same policy) the difference "
+                         "onnx - aot is the ONNX engine's own cost, the decisions being identical")
     ap.add_argument("--skip-wall", action="store_true")
     ap.add_argument("--skip-onnx", action="store_true")
     args = ap.parse_args()
@@ -117,14 +123,20 @@ def main() -> int:
                      load_avg=os.getloadavg()[0])
         if not args.skip_onnx:
             from linear_policy import LinearPolicy
-            model = os.path.join(tmp, "trained_inliner.onnx")
-            LinearPolicy(*TRAINED).export_onnx(model)
+            model, described = args.model, args.model
+            if model is None:
+                model = os.path.join(tmp, "trained_inliner.onnx")
+                LinearPolicy(*TRAINED).export_onnx(model)
+                described = repr(LinearPolicy(*TRAINED))
             policy = Policy.parse(model)
             configs = {
                 "oz": [],
                 "plugin_no_runner": ["-load", tc.plugin, f"-fpass-plugin={tc.plugin}"],
                 "onnx": policy_args(policy, tc.plugin),
             }
+            if args.aot_plugin:
+                aot = os.path.abspath(args.aot_plugin)
+                configs["aot"] = ["-load", aot, f"-fpass-plugin={aot}", "-mllvm", "-mlbridge-inline-runner=aot"]
             cmds = {k: plain_commands(corpus, tc, os.path.join(tmp, k), extra) for k, extra in configs.items()}
             for k in configs:
                 os.makedirs(os.path.join(tmp, k))
@@ -134,7 +146,12 @@ def main() -> int:
                     cpu[k].append(cpu_of(cmds[k], args.jobs))
             med = {k: statistics.median(v) for k, v in cpu.items()}
             text = {k: sum(text_size(os.path.join(tmp, k, f"{i}.o")) for i in range(n)) for k in configs}
-            emit(what="onnx_overhead", modules=n, reps=args.reps, jobs=args.jobs, policy=repr(LinearPolicy(*TRAINED)),
+            extra = {}
+            if "aot" in med:
+                extra = dict(aot_cpu_s=round(med["aot"], 3), aot_text=text["aot"],
+                             onnx_vs_aot_pct=round(100 * (med["onnx"] / med["aot"] - 1), 2),
+                             aot_overhead_pct=round(100 * (med["aot"] / med["oz"] - 1), 2))
+            emit(what="onnx_overhead", modules=n, reps=args.reps, jobs=args.jobs, policy=described, **extra,
                  oz_cpu_s=round(med["oz"], 3), plugin_no_runner_cpu_s=round(med["plugin_no_runner"], 3),
                  onnx_cpu_s=round(med["onnx"], 3),
                  plugin_overhead_pct=round(100 * (med["plugin_no_runner"] / med["oz"] - 1), 2),
