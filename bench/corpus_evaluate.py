@@ -7,7 +7,8 @@ Prints JSON lines (one measurement each, like mlbridge-bench):
   * "wall": `evaluate --policy oz --no-cache -j J` (the whole command, Python start
     included) against plain clang-19 running the same commands with the same -j
     (`xargs -P J`, no mlbridge involved), for J = 1 and all cores; median of --reps,
-    the two alternating. Also modules/s for each.
+    the two alternating. Also modules/s for each, and the CPU time of each side
+    (everything it ran), which a machine shared with other work distorts least.
   * "onnx_overhead": clang CPU time (user+sys of the compiler processes) over the
     corpus with plain -Oz, with the plugin loaded and no runner, and with a trained
     ONNX inliner policy in-process; median of --reps. The policy changes the
@@ -51,6 +52,11 @@ def plain_commands(corpus: layout.Corpus, tc: Toolchain, out_dir: str, extra: Li
         cmd = command_for(m, Policy("oz", "oz"), os.path.join(out_dir, f"{i}.o"), tc)
         cmds.append(cmd[:-2] + extra + cmd[-2:])
     return cmds
+
+
+def children_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
 
 
 def run_plain(cmds: List[List[str]], jobs: int) -> float:
@@ -112,13 +118,21 @@ def main() -> int:
         if not args.skip_wall:
             cmds = plain_commands(corpus, tc, tmp, [])
             for jobs in sorted({1, args.jobs}):
-                plain, ev = [], []
+                plain, ev, plain_cpu, ev_cpu = [], [], [], []
                 for _ in range(args.reps):
+                    c = children_cpu()
                     plain.append(run_plain(cmds, jobs))
+                    plain_cpu.append(children_cpu() - c)
+                    c = children_cpu()
                     ev.append(run_evaluate(args.corpus, jobs))
+                    ev_cpu.append(children_cpu() - c)
                 p, e = statistics.median(plain), statistics.median(ev)
+                pc, ec = statistics.median(plain_cpu), statistics.median(ev_cpu)
+                # CPU (user+sys of everything each side ran: xargs+sh+clang, or mlbridge+clang)
+                # is what a loaded machine distorts least.
                 emit(what="wall", jobs=jobs, modules=n, reps=args.reps, plain_clang_s=round(p, 3),
-                     evaluate_oz_s=round(e, 3), ratio=round(e / p, 4),
+                     evaluate_oz_s=round(e, 3), ratio=round(e / p, 4), plain_cpu_s=round(pc, 3),
+                     evaluate_cpu_s=round(ec, 3), cpu_ratio=round(ec / pc, 4),
                      plain_modules_per_s=round(n / p, 2), evaluate_modules_per_s=round(n / e, 2),
                      load_avg=os.getloadavg()[0])
         if not args.skip_onnx:
