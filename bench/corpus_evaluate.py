@@ -7,7 +7,8 @@ Prints JSON lines (one measurement each, like mlbridge-bench):
   * "wall": `evaluate --policy oz --no-cache -j J` (the whole command, Python start
     included) against plain clang-19 running the same commands with the same -j
     (`xargs -P J`, no mlbridge involved), for J = 1 and all cores; median of --reps,
-    the two alternating. Also modules/s for each.
+    the two alternating. Also modules/s for each, and the CPU time of each side
+    (everything it ran), which a machine shared with other work distorts least.
   * "onnx_overhead": clang CPU time (user+sys of the compiler processes) over the
     corpus with plain -Oz, with the plugin loaded and no runner, and with a trained
     ONNX inliner policy in-process; median of --reps. The policy changes the
@@ -53,6 +54,11 @@ def plain_commands(corpus: layout.Corpus, tc: Toolchain, out_dir: str, extra: Li
     return cmds
 
 
+def children_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
 def run_plain(cmds: List[List[str]], jobs: int) -> float:
     """Plain clang over the commands: xargs -P, one `sh -c` per command."""
     data = b"".join(shlex.join(c).encode() + b"\0" for c in cmds)
@@ -93,6 +99,12 @@ def main() -> int:
                     os.path.join(ROOT, "build", "libMLBridgeLLVM.so"))
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="'all cores' (default: nproc)")
+    ap.add_argument("--model", default=None,
+                    help="ONNX inliner policy (default: examples/llvm_plugin's trained linear policy, exported)")
+    ap.add_argument("--aot-plugin", default=None,
+                    help="libMLBridgeLLVMAot.so: also run its compiled-in policy (runner aot); with --model "
+                         "tests/integrations/llvm/models/callee_bb_le_3.onnx (the same policy) the difference "
+                         "onnx - aot is the ONNX engine's own cost, the decisions being identical")
     ap.add_argument("--skip-wall", action="store_true")
     ap.add_argument("--skip-onnx", action="store_true")
     args = ap.parse_args()
@@ -106,25 +118,39 @@ def main() -> int:
         if not args.skip_wall:
             cmds = plain_commands(corpus, tc, tmp, [])
             for jobs in sorted({1, args.jobs}):
-                plain, ev = [], []
+                plain, ev, plain_cpu, ev_cpu = [], [], [], []
                 for _ in range(args.reps):
+                    c = children_cpu()
                     plain.append(run_plain(cmds, jobs))
+                    plain_cpu.append(children_cpu() - c)
+                    c = children_cpu()
                     ev.append(run_evaluate(args.corpus, jobs))
+                    ev_cpu.append(children_cpu() - c)
                 p, e = statistics.median(plain), statistics.median(ev)
+                pc, ec = statistics.median(plain_cpu), statistics.median(ev_cpu)
+                # CPU (user+sys of everything each side ran: xargs+sh+clang, or mlbridge+clang)
+                # is what a loaded machine distorts least.
                 emit(what="wall", jobs=jobs, modules=n, reps=args.reps, plain_clang_s=round(p, 3),
-                     evaluate_oz_s=round(e, 3), ratio=round(e / p, 4),
+                     evaluate_oz_s=round(e, 3), ratio=round(e / p, 4), plain_cpu_s=round(pc, 3),
+                     evaluate_cpu_s=round(ec, 3), cpu_ratio=round(ec / pc, 4),
                      plain_modules_per_s=round(n / p, 2), evaluate_modules_per_s=round(n / e, 2),
                      load_avg=os.getloadavg()[0])
         if not args.skip_onnx:
             from linear_policy import LinearPolicy
-            model = os.path.join(tmp, "trained_inliner.onnx")
-            LinearPolicy(*TRAINED).export_onnx(model)
+            model, described = args.model, args.model
+            if model is None:
+                model = os.path.join(tmp, "trained_inliner.onnx")
+                LinearPolicy(*TRAINED).export_onnx(model)
+                described = repr(LinearPolicy(*TRAINED))
             policy = Policy.parse(model)
             configs = {
                 "oz": [],
                 "plugin_no_runner": ["-load", tc.plugin, f"-fpass-plugin={tc.plugin}"],
                 "onnx": policy_args(policy, tc.plugin),
             }
+            if args.aot_plugin:
+                aot = os.path.abspath(args.aot_plugin)
+                configs["aot"] = ["-load", aot, f"-fpass-plugin={aot}", "-mllvm", "-mlbridge-inline-runner=aot"]
             cmds = {k: plain_commands(corpus, tc, os.path.join(tmp, k), extra) for k, extra in configs.items()}
             for k in configs:
                 os.makedirs(os.path.join(tmp, k))
@@ -134,7 +160,12 @@ def main() -> int:
                     cpu[k].append(cpu_of(cmds[k], args.jobs))
             med = {k: statistics.median(v) for k, v in cpu.items()}
             text = {k: sum(text_size(os.path.join(tmp, k, f"{i}.o")) for i in range(n)) for k in configs}
-            emit(what="onnx_overhead", modules=n, reps=args.reps, jobs=args.jobs, policy=repr(LinearPolicy(*TRAINED)),
+            extra = {}
+            if "aot" in med:
+                extra = dict(aot_cpu_s=round(med["aot"], 3), aot_text=text["aot"],
+                             onnx_vs_aot_pct=round(100 * (med["onnx"] / med["aot"] - 1), 2),
+                             aot_overhead_pct=round(100 * (med["aot"] / med["oz"] - 1), 2))
+            emit(what="onnx_overhead", modules=n, reps=args.reps, jobs=args.jobs, policy=described, **extra,
                  oz_cpu_s=round(med["oz"], 3), plugin_no_runner_cpu_s=round(med["plugin_no_runner"], 3),
                  onnx_cpu_s=round(med["onnx"], 3),
                  plugin_overhead_pct=round(100 * (med["plugin_no_runner"] / med["oz"] - 1), 2),

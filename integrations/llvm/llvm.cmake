@@ -115,6 +115,8 @@ if(MLBRIDGE_BUILD_TESTS AND Python3_FOUND AND TARGET MLBridgeLLVMAot)
            COMMAND ${Python3_EXECUTABLE} -m pytest -q -p no:cacheprovider ${MLBRIDGE_LLVM_TEST_DIR}/test_training_log.py
            WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
   set_tests_properties(llvm.training_log PROPERTIES TIMEOUT 300 ENVIRONMENT "${_mlb_llvm_env}")
+  # ~30 s on an idle 2-core machine; compiles a corpus under 6 policies
+  set_tests_properties(llvm.corpus_evaluate PROPERTIES TIMEOUT 900)
 endif()
 
 # Phase ordering registers its own tests.

@@ -151,16 +151,19 @@ def test_baseline_cache(corpus, tmp_path):
 @needs_llvm
 def test_cli_outputs(corpus, tmp_path):
     csv_path, png = tmp_path / "r.csv", tmp_path / "r.png"
-    p = cli(corpus, "--policy", "oz", "--json", "--csv", str(csv_path), "--plot", str(png), "--no-cache", "-q")
+    cache = str(tmp_path / "cache")
+    p = cli(corpus, "--policy", "oz", "--json", "--csv", str(csv_path), "--plot", str(png), "--cache-dir", cache, "-q")
     assert p.returncode == 0, p.stderr
     data = json.loads(p.stdout)
     assert data["total"]["modules"] == data["total"]["ok"] == len(mini_corpus.C_FILES)
     assert data["total"]["delta"] == 0 and data["total"]["oz_text"] > 0
+    # compiled largest first, reported in corpus order
+    assert [m["module"] for m in data["modules"]] == [m.name for m in layout.load(corpus).modules]
     rows = list(csv.DictReader(open(csv_path)))
     assert [r["module"] for r in rows] == [m["module"] for m in data["modules"]]
     assert sum(int(r["oz_text"]) for r in rows) == data["total"]["oz_text"]
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    table = cli(corpus, "--policy", "oz", "--no-cache", "-q")
+    table = cli(corpus, "--policy", "oz", "--cache-dir", cache, "-q")   # all from the cache
     assert table.returncode == 0 and f"{data['total']['oz_text']:,}" in table.stdout.splitlines()[-1]
 
 

@@ -169,7 +169,8 @@ def evaluate(corpus: Corpus, policy: Policy, toolchain: Toolchain, *, jobs: Opti
         def one(module: Module) -> ModuleScore:
             return _score(module, policy, work, toolchain, options, base_opts, cache)
 
-        futures = [pool.submit(one, m) for m in corpus.modules]
+        # Largest bitcode first: the longest compiles do not end up alone at the end.
+        futures = [pool.submit(one, m) for m in sorted(corpus.modules, key=_bc_size, reverse=True)]
         try:
             for fut in cf.as_completed(futures):
                 score = fut.result()
@@ -196,6 +197,11 @@ def oz_sizes(corpus: Corpus, toolchain: Toolchain, *, jobs: Optional[int] = None
     ev = evaluate(corpus, OZ, toolchain, jobs=jobs, cache=cache or BaselineCache(default_cache_dir()),
                   on_done=on_done)
     return {s.module: int(s.baseline.text_bytes) for s in ev.scores if s.ok and s.baseline.text_bytes}
+def _bc_size(module: Module) -> int:
+    try:
+        return os.path.getsize(module.bc)
+    except OSError:
+        return 0
 
 
 def _score(module: Module, policy: Policy, work: str, toolchain: Toolchain, options: CompileOptions,

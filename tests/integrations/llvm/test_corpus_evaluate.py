@@ -30,16 +30,34 @@ def broken(obs):
 '''
 
 
+#: three files keep the suite short; every policy below changes each of them
+SOURCES = [os.path.join(ROOT, "tests", "corpus", f) for f in ("bits.c", "geom.c", "strhash.c")]
+
+
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory) -> str:
-    return mini_corpus.make_corpus(str(tmp_path_factory.mktemp("c") / "corpus"))
+    return mini_corpus.make_corpus(str(tmp_path_factory.mktemp("c") / "corpus"), SOURCES)
 
 
-def cli(*args: str, cwd=None) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
-    return subprocess.run([sys.executable, "-m", "mlbridge.cli.corpus_evaluate", *args, "--plugin", PLUGIN,
-                           "--no-cache", "-q", "--json"], capture_output=True, text=True, timeout=600, cwd=cwd,
-                          env=env, stdin=subprocess.DEVNULL)
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory) -> str:
+    """One -Oz cache for the module: each baseline is compiled once."""
+    return str(tmp_path_factory.mktemp("oz-cache"))
+
+
+@pytest.fixture(scope="module")
+def cli(cache_dir):
+    memo = {}
+
+    def run(*args: str, cwd=None) -> subprocess.CompletedProcess:
+        if (args, cwd) not in memo:
+            env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+            memo[(args, cwd)] = subprocess.run(
+                [sys.executable, "-m", "mlbridge.cli.corpus_evaluate", *args, "--plugin", PLUGIN,
+                 "--cache-dir", cache_dir, "-q", "--json"], capture_output=True, text=True, timeout=600, cwd=cwd,
+                env=env, stdin=subprocess.DEVNULL)
+        return memo[(args, cwd)]
+    return run
 
 
 def sizes(data):
@@ -53,7 +71,7 @@ def oz(corpus):
 
 
 @pytest.mark.parametrize("name", ["never", "always"])
-def test_onnx_policy_changes_sizes(corpus, oz, name):
+def test_onnx_policy_changes_sizes(cli, corpus, oz, name):
     p = cli(corpus, "--policy", model(f"{name}.onnx"))
     assert p.returncode == 0, p.stderr
     data = json.loads(p.stdout)
@@ -64,7 +82,7 @@ def test_onnx_policy_changes_sizes(corpus, oz, name):
         assert all(m["delta"] > 0 for m in data["modules"])
 
 
-def test_python_policy_equals_the_same_policy_in_onnx(corpus, tmp_path):
+def test_python_policy_equals_the_same_policy_in_onnx(cli, corpus, tmp_path):
     (tmp_path / "policies_q.py").write_text(POLICIES)
     onnx = json.loads(cli(corpus, "--policy", model("callee_bb_le_3.onnx")).stdout)
     p = cli(corpus, "--policy", "python:policies_q:callee_bb_le_3", cwd=str(tmp_path))
@@ -75,7 +93,7 @@ def test_python_policy_equals_the_same_policy_in_onnx(corpus, tmp_path):
     assert py["total"]["decisions"] > 0
 
 
-def test_bad_model_is_a_failure_not_an_oz_size(corpus, tmp_path):
+def test_bad_model_is_a_failure_not_an_oz_size(cli, corpus, tmp_path):
     bad = tmp_path / "garbage.onnx"
     bad.write_bytes(b"\x08\x07 this is not a model")
     p = cli(corpus, "--policy", str(bad))
@@ -88,13 +106,13 @@ def test_bad_model_is_a_failure_not_an_oz_size(corpus, tmp_path):
     assert "command: " in p.stderr
 
 
-def test_policy_with_wrong_output_dtype_is_a_failure(corpus):
+def test_policy_with_wrong_output_dtype_is_a_failure(cli, corpus):
     p = cli(corpus, "--policy", model("wrong_dtype.onnx"))
     assert p.returncode == 1
     assert "the policy was not used: " in p.stderr and "inlining_decision" in p.stderr
 
 
-def test_python_policy_that_raises_is_reported(corpus, tmp_path):
+def test_python_policy_that_raises_is_reported(cli, corpus, tmp_path):
     (tmp_path / "policies_q.py").write_text(POLICIES)
     p = cli(corpus, "--policy", "python:policies_q:broken", cwd=str(tmp_path))
     assert p.returncode == 1 and "Traceback" not in p.stderr
@@ -103,7 +121,7 @@ def test_python_policy_that_raises_is_reported(corpus, tmp_path):
     assert "policy bug" in p.stderr and "-mlbridge-inline-runner=pipe" in p.stderr
 
 
-def test_recorded_command_replays_by_hand(corpus, tmp_path):
+def test_recorded_command_replays_by_hand(cli, corpus, tmp_path):
     """The command shown for a module is the one that ran: run it again by hand
     and get the same .text."""
     from mlbridge.corpus.elf import text_size
