@@ -3,6 +3,7 @@
 //
 //   mlbridge-bench soak [--minutes M] [--sessions S] [--seed N] [--transports pipe,shm,grpc]
 //                       [--kill-every-s S] [--timeout-ms T] [--slack-ms MS] [--python PY]
+//                       [--malloc-arenas N]
 //
 // S threads in this process play the compilers, spread over named pipes,
 // shared memory and gRPC (PipeModelRunner, ShmModelRunner, GrpcModelRunner),
@@ -70,6 +71,10 @@ struct Options {
   double killEverySec = 3;
   int timeoutMs = 2000;  // pipe/shm timeoutMs, gRPC deadlineMs
   int slackMs = 1000;    // scheduling on a loaded 2-core machine
+  // glibc's malloc arenas (0: its default, 8 per core). With 64 threads on
+  // the default, RSS climbs for many minutes as arenas fill in, while the
+  // bytes in use stay flat; 2 makes RSS a leak signal (docs/reliability.md).
+  int mallocArenas = 2;
 };
 
 double msSince(Clock::time_point t0) {
@@ -91,7 +96,39 @@ struct Footprint {
   int fds = 0, threads = 0;
   long rssKb = 0;
   long heapKb = -1;  // malloc'd and not freed (glibc), -1 if unknown: tells a leak from fragmentation
+  long heldKb = -1;  // what malloc holds from the system, free chunks included
+  long rssUntrimmedKb = 0;  // quietFootprint(): RSS before malloc_trim
+  long anonKb = 0, fileKb = 0, shmemKb = 0;  // RSS by kind: a leak is anonymous; code paths run late add file pages
 };
+
+#ifdef __GLIBC__
+// Bytes malloc'd and not freed, over every arena (mallinfo2 sees the main
+// arena only): malloc_info's totals, system size minus free chunks.
+void heapKb(long* inUse, long* held) {
+  char* text = nullptr;
+  size_t size = 0;
+  FILE* mem = open_memstream(&text, &size);
+  if (!mem) return;
+  malloc_info(0, mem);
+  std::fclose(mem);
+  std::string xml(text, size);
+  std::free(text);
+  // The totals follow the last </heap>.
+  size_t at = xml.rfind("</heap>");
+  if (at == std::string::npos) return;
+  auto field = [&](const char* tag) -> long long {
+    size_t p = xml.find(tag, at);
+    if (p == std::string::npos) return -1;
+    p = xml.find("size=\"", p);
+    return p == std::string::npos ? -1 : std::atoll(xml.c_str() + p + 6);
+  };
+  long long fast = field("<total type=\"fast\""), rest = field("<total type=\"rest\""),
+            mmapped = field("<total type=\"mmap\""), current = field("<system type=\"current\"");
+  if (fast < 0 || rest < 0 || mmapped < 0 || current < 0) return;
+  *inUse = static_cast<long>((current - fast - rest + mmapped) / 1024);
+  *held = static_cast<long>((current + mmapped) / 1024);
+}
+#endif
 
 Footprint footprint() {
   Footprint f;
@@ -102,16 +139,42 @@ Footprint footprint() {
     if (std::fscanf(s, "%ld %ld", &size, &rss) == 2) f.rssKb = rss * (sysconf(_SC_PAGESIZE) / 1024);
     std::fclose(s);
   }
-#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
-  struct mallinfo2 mi = mallinfo2();
-  f.heapKb = static_cast<long>((mi.uordblks + mi.hblkhd) / 1024);
+  if (FILE* s = std::fopen("/proc/self/status", "re")) {
+    char line[256];
+    while (std::fgets(line, sizeof line, s)) {
+      long v = 0;
+      if (std::sscanf(line, "RssAnon: %ld", &v) == 1) f.anonKb = v;
+      else if (std::sscanf(line, "RssFile: %ld", &v) == 1) f.fileKb = v;
+      else if (std::sscanf(line, "RssShmem: %ld", &v) == 1) f.shmemKb = v;
+    }
+    std::fclose(s);
+  }
+#ifdef __GLIBC__
+  heapKb(&f.heapKb, &f.heldKb);
 #endif
+  return f;
+}
+
+// At a quiet point (no session open): malloc's free chunks go back to the
+// system first, so RSS counts what is live (a leak), not what the allocator
+// keeps for later (fragmentation across 64 threads' arenas). The RSS before
+// that is kept too.
+Footprint quietFootprint() {
+  long before = footprint().rssKb;
+#ifdef __GLIBC__
+  malloc_trim(0);
+#endif
+  Footprint f = footprint();
+  f.rssUntrimmedKb = before;
   return f;
 }
 
 std::string footprintJson(const Footprint& f) {
   return "{\"fds\":" + std::to_string(f.fds) + ",\"threads\":" + std::to_string(f.threads) +
-         ",\"rss_kb\":" + std::to_string(f.rssKb) + ",\"heap_kb\":" + std::to_string(f.heapKb) + "}";
+         ",\"rss_kb\":" + std::to_string(f.rssKb) + ",\"heap_kb\":" + std::to_string(f.heapKb) +
+         ",\"malloc_held_kb\":" + std::to_string(f.heldKb) + ",\"rss_anon_kb\":" + std::to_string(f.anonKb) +
+         ",\"rss_file_kb\":" + std::to_string(f.fileKb) + ",\"rss_shmem_kb\":" + std::to_string(f.shmemKb) +
+         (f.rssUntrimmedKb ? ",\"rss_before_trim_kb\":" + std::to_string(f.rssUntrimmedKb) : std::string()) + "}";
 }
 
 // ---- the model's answer (bench/soak_peer.py computes the same) ---------------
@@ -209,6 +272,8 @@ bool Soak::startPeer(Peer* p) {
   std::vector<std::string> args = {o_.python, peerScript(), kTransportNames[p->transport]};
   for (const std::string& b : p->bases) args.push_back(b);
   args.push_back("--ignore-fds=" + ownFds_);
+  args.push_back("--parent");
+  args.push_back(std::to_string(getpid()));
   if (p->transport == kGrpc) {
     args.push_back("--address");
     args.push_back("127.0.0.1:" + std::to_string(p->port));
@@ -652,7 +717,7 @@ int Soak::run() {
     // Every session closed, every model up: the footprint to compare.
     killerPaused_ = true;
     allPeersUp(60000);
-    afterWarmup = footprint();
+    afterWarmup = quietFootprint();
     // The rest in segments of about a minute, each ending at the same quiet
     // point: the RSS at each shows a trend, not just two numbers.
     double rest = std::max(1.0, total - msSince(t0) / 1000);
@@ -665,17 +730,15 @@ int Soak::run() {
       // Threads a library parks (gRPC's pools) may take a moment to end.
       auto t1 = Clock::now();
       do {
-        atEnd = footprint();
+        atEnd = quietFootprint();
         settled = atEnd.fds <= afterWarmup.fds && atEnd.threads <= afterWarmup.threads;
         if (!settled) std::this_thread::sleep_for(std::chrono::milliseconds(100));
       } while (!settled && msSince(t1) < 10000);
       rssCheckpoints += (rssCheckpoints.empty() ? "" : ",") + std::to_string(atEnd.rssKb);
       if (segments > 1)
         std::fprintf(stderr,
-                     "soak: segment %d/%d: fds %d, threads %d, RSS %ld kB, heap %ld kB (after warm-up: %d, %d, %ld "
-                     "kB, %ld kB)\n",
-                     i + 1, segments, atEnd.fds, atEnd.threads, atEnd.rssKb, atEnd.heapKb, afterWarmup.fds,
-                     afterWarmup.threads, afterWarmup.rssKb, afterWarmup.heapKb);
+                     "soak: segment %d/%d: %s (after warm-up: %s)\n", i + 1, segments,
+                     footprintJson(atEnd).c_str(), footprintJson(afterWarmup).c_str());
     }
   }
   double seconds = msSince(t0) / 1000;
@@ -728,11 +791,14 @@ int Soak::run() {
     if (c.decisions == 0) std::fprintf(stderr, "soak: %s: no decision answered, see %s\n", kTransportNames[t], p.log.c_str());
   }
   double rssGrowth = afterWarmup.rssKb > 0 ? 100.0 * (atEnd.rssKb - afterWarmup.rssKb) / afterWarmup.rssKb : 0;
-  bool leakFree = settled && rssGrowth < 5.0;
+  double heapGrowth =
+      afterWarmup.heapKb > 0 ? 100.0 * (atEnd.heapKb - afterWarmup.heapKb) / afterWarmup.heapKb : 0;
+  bool leakFree = settled && rssGrowth < 5.0 && heapGrowth < 5.0;
   ok = ok && leakFree;
   if (!up) std::fprintf(stderr, "soak: the model processes did not start (see %s/*.log)\n", dir_.c_str());
   if (!settled) std::fprintf(stderr, "soak: descriptors or threads leaked (see the JSON line)\n");
   if (rssGrowth >= 5.0) std::fprintf(stderr, "soak: RSS grew %.1f %% after the warm-up\n", rssGrowth);
+  if (heapGrowth >= 5.0) std::fprintf(stderr, "soak: the heap in use grew %.1f %% after the warm-up\n", heapGrowth);
   std::string skipped;
 #ifndef MLBRIDGE_BENCH_WITH_GRPC
   skipped = ",\"skipped\":[\"grpc (not built)\"]";
@@ -740,11 +806,12 @@ int Soak::run() {
   std::printf("{\"bench\":\"soak\",\"ok\":%s,\"seed\":%llu,\"seconds\":%.1f,\"warmup_s\":%.1f,\"concurrent_sessions\":%d,"
               "\"sessions\":%ld,\"decisions\":%ld,\"wrong_answers\":%ld,\"kills\":%ld,\"failures_reported\":%ld,"
               "\"max_failure_ms\":%.1f,\"max_bound_ms\":%d,\"slack_ms\":%d,\"start\":%s,\"after_warmup\":%s,"
-              "\"end\":%s,\"rss_kb_segments\":[%s],\"rss_growth_pct\":%.2f%s}\n",
+              "\"end\":%s,\"rss_kb_segments\":[%s],\"rss_growth_pct\":%.2f,\"heap_growth_pct\":%.2f,"
+              "\"malloc_arenas\":%d%s}\n",
               ok ? "true" : "false", static_cast<unsigned long long>(o_.seed), seconds, warmup, o_.sessions, sessions,
               decisions, wrong, kills, failures, maxFailMs, maxBound, o_.slackMs, footprintJson(atStart).c_str(),
               footprintJson(afterWarmup).c_str(), footprintJson(atEnd).c_str(), rssCheckpoints.c_str(), rssGrowth,
-              skipped.c_str());
+              heapGrowth, o_.mallocArenas, skipped.c_str());
   std::fflush(stdout);
   return ok ? 0 : 1;
 }
@@ -752,7 +819,8 @@ int Soak::run() {
 int usage() {
   std::fprintf(stderr,
                "usage: mlbridge-bench soak [--minutes M] [--sessions S] [--seed N] [--transports pipe,shm,grpc]\n"
-               "                           [--kill-every-s S] [--timeout-ms T] [--slack-ms MS] [--python PY]\n");
+               "                           [--kill-every-s S] [--timeout-ms T] [--slack-ms MS] [--python PY]\n"
+               "                           [--malloc-arenas N (2; 0: glibc's default)]\n");
   return 2;
 }
 
@@ -772,11 +840,15 @@ int mlbridgeBenchSoak(int argc, char** argv) {
     else if (a == "--timeout-ms") o.timeoutMs = std::atoi(v.c_str());
     else if (a == "--slack-ms") o.slackMs = std::atoi(v.c_str());
     else if (a == "--python") o.python = v;
+    else if (a == "--malloc-arenas") o.mallocArenas = std::atoi(v.c_str());
     else return usage();
   }
   if (o.minutes <= 0 || o.sessions < 1 || o.sessions > 4096 || o.killEverySec <= 0 || o.timeoutMs < 100 ||
-      o.slackMs < 0)
+      o.slackMs < 0 || o.mallocArenas < 0)
     return usage();
+#ifdef __GLIBC__
+  if (o.mallocArenas > 0) mallopt(M_ARENA_MAX, o.mallocArenas);
+#endif
   setenv("PYTHONPATH", bench::pythonPathEnv().c_str(), 1);
   signal(SIGPIPE, SIG_IGN);
   StatusOr<std::string> dir = makePrivateChannelDir();

@@ -116,6 +116,17 @@ def inherited_fds(argv):
     return len(extra)
 
 
+def die_with_parent(parent):
+    """The bench may be killed (a ctest timeout): take this process with it."""
+    try:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)   # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() != parent:   # it died before the prctl
+        os._exit(0)
+
+
 def main():
     inherited = inherited_fds(sys.argv)
     ap = argparse.ArgumentParser(prog="soak_peer.py")
@@ -125,9 +136,12 @@ def main():
     ap.add_argument("--max-workers", type=int, default=64)
     ap.add_argument("--die-after", type=int, default=0)
     ap.add_argument("--ignore-fds", default="")
+    ap.add_argument("--parent", type=int, default=0)
     ap.add_argument("--die-how", choices=["policy", "reply"], default="policy")
     args = ap.parse_args()
     signal.signal(signal.SIGTERM, lambda *a: os._exit(0))
+    if args.parent:
+        die_with_parent(args.parent)
     death = Death(args.die_after, args.die_how)
     model = SoakModel(death)
     if args.transport == "pipe":
