@@ -169,6 +169,30 @@ Footprint quietFootprint() {
   return f;
 }
 
+// "name x count, ...": whose threads outlive the sessions (gRPC names its own).
+std::string threadNames() {
+  std::vector<std::pair<std::string, int>> names;
+  if (DIR* d = opendir("/proc/self/task")) {
+    while (dirent* e = readdir(d)) {
+      if (e->d_name[0] == '.') continue;
+      std::string comm;
+      if (FILE* f = std::fopen(("/proc/self/task/" + std::string(e->d_name) + "/comm").c_str(), "re")) {
+        char buf[64] = {};
+        if (std::fgets(buf, sizeof buf, f)) comm = buf;
+        std::fclose(f);
+      }
+      if (!comm.empty() && comm.back() == '\n') comm.pop_back();
+      auto it = std::find_if(names.begin(), names.end(), [&](const auto& n) { return n.first == comm; });
+      if (it == names.end()) names.emplace_back(comm, 1);
+      else ++it->second;
+    }
+    closedir(d);
+  }
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n.first + " x" + std::to_string(n.second);
+  return out;
+}
+
 std::string footprintJson(const Footprint& f) {
   return "{\"fds\":" + std::to_string(f.fds) + ",\"threads\":" + std::to_string(f.threads) +
          ",\"rss_kb\":" + std::to_string(f.rssKb) + ",\"heap_kb\":" + std::to_string(f.heapKb) +
@@ -192,7 +216,11 @@ struct Counters {
   long connectFailures = 0, evalFailures = 0, overBound = 0, hangs = 0;
   double maxConnectFailMs = 0, maxEvalFailMs = 0;
   std::string firstWrong, firstOverBound;
-  std::vector<std::string> sampleErrors;  // a few distinct error texts, for the report
+  // A few distinct error texts for the report, in fixed storage: the bench's
+  // own bookkeeping must not grow the heap it measures.
+  static constexpr int kSamples = 12, kSampleChars = 61;
+  char sampleErrors[kSamples][kSampleChars] = {};
+  int samples = 0;
 };
 
 // The bound on reporting a failure, by what the runner documents.
@@ -495,10 +523,11 @@ void Soak::recordFailure(Transport t, bool connecting, double ms, const Status& 
                          " ms (bound " + std::to_string(bound) + "): " + s.toString();
   }
   // A few distinct kinds of error (their first 60 characters), for the report.
-  std::string kind = s.toString().substr(0, 60);
-  if (c.sampleErrors.size() < 12 &&
-      std::find(c.sampleErrors.begin(), c.sampleErrors.end(), kind) == c.sampleErrors.end())
-    c.sampleErrors.push_back(kind);
+  std::string kind = s.toString().substr(0, Counters::kSampleChars - 1);
+  bool seen = false;
+  for (int i = 0; i < c.samples && !seen; ++i) seen = kind == c.sampleErrors[i];
+  if (!seen && c.samples < Counters::kSamples)
+    std::memcpy(c.sampleErrors[c.samples++], kind.c_str(), kind.size() + 1);
 }
 
 int64_t nowNs() {
@@ -733,8 +762,9 @@ int Soak::run() {
         atEnd = quietFootprint();
         settled = atEnd.fds <= afterWarmup.fds && atEnd.threads <= afterWarmup.threads;
         if (!settled) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      } while (!settled && msSince(t1) < 10000);
+      } while (!settled && msSince(t1) < 30000);
       rssCheckpoints += (rssCheckpoints.empty() ? "" : ",") + std::to_string(atEnd.rssKb);
+      if (!settled) std::fprintf(stderr, "soak: threads at a quiet point: %s\n", threadNames().c_str());
       if (segments > 1)
         std::fprintf(stderr,
                      "soak: segment %d/%d: %s (after warm-up: %s)\n", i + 1, segments,
@@ -770,7 +800,8 @@ int Soak::run() {
     maxFailMs = std::max({maxFailMs, c.maxConnectFailMs, c.maxEvalFailMs});
     maxBound = std::max({maxBound, bounds_[t].connectMs, bounds_[t].evalMs});
     std::string errors;
-    for (const std::string& e : c.sampleErrors) {
+    for (int i = 0; i < c.samples; ++i) {
+      const std::string e = c.sampleErrors[i];
       std::string q;
       for (char ch : e) q += ch == '"' || ch == '\\' ? '\'' : (static_cast<unsigned char>(ch) < 32 ? ' ' : ch);
       errors += (errors.empty() ? "\"" : ",\"") + q + "\"";
