@@ -3,7 +3,7 @@
 //
 //   mlbridge-bench soak [--minutes M] [--sessions S] [--seed N] [--transports pipe,shm,grpc]
 //                       [--kill-every-s S] [--timeout-ms T] [--slack-ms MS] [--python PY]
-//                       [--malloc-arenas N]
+//                       [--malloc-arenas N] [--keep-grpc 0|1]
 //
 // S threads in this process play the compilers, spread over named pipes,
 // shared memory and gRPC (PipeModelRunner, ShmModelRunner, GrpcModelRunner),
@@ -75,6 +75,7 @@ struct Options {
   // the default, RSS climbs for many minutes as arenas fill in, while the
   // bytes in use stay flat; 2 makes RSS a leak signal (docs/reliability.md).
   int mallocArenas = 2;
+  bool keepGrpc = false;  // hold gRPC initialized between sessions (see Soak::run)
 };
 
 double msSince(Clock::time_point t0) {
@@ -280,6 +281,17 @@ class Soak {
   std::vector<int> payloads_;
   std::vector<WireFormat> formats_;
   std::string ownFds_;  // descriptors this process inherited ("3,10"): not ours to judge
+#ifdef MLBRIDGE_BENCH_WITH_GRPC
+  std::vector<std::weak_ptr<GrpcChannel>> grpcChannels_;  // each session's last channel
+#endif
+  int channelsAlive() const {
+    int n = 0;
+#ifdef MLBRIDGE_BENCH_WITH_GRPC
+    for (const auto& w : grpcChannels_) n += !w.expired();
+#endif
+    return n;
+  }
+  int maxChannelsAlive_ = 0;  // at quiet points: should be 0
 };
 
 bool Soak::waitFor(double seconds) {
@@ -469,7 +481,15 @@ std::unique_ptr<ModelRunner> Soak::connect(int index, Transport t, const std::ve
     g.retry.maxBackoffMs = 500;
     g.retry.totalBudgetMs = o_.timeoutMs + 1000;
     g.clientName = "soak-" + std::to_string(index);
-    auto r = GrpcModelRunner::create(feats, advice, g);
+    // The channel is made here so that a quiet point can tell whether the
+    // library let one outlive its runner (each keeps gRPC initialized).
+    auto ch = GrpcChannel::create(g);
+    if (!ch.ok()) {
+      *error = ch.status();
+      return nullptr;
+    }
+    grpcChannels_[static_cast<size_t>(index)] = *ch;
+    auto r = GrpcModelRunner::create(feats, advice, std::move(*ch));
     if (!r.ok()) {
       *error = r.status();
       return nullptr;
@@ -698,6 +718,9 @@ int Soak::run() {
     if (f == WireFormat::kJson) n = std::min(n, 1024);  // JSON of 64K ints: slow, not interesting
     payloads_.push_back(n);
   }
+#ifdef MLBRIDGE_BENCH_WITH_GRPC
+  grpcChannels_.resize(static_cast<size_t>(o_.sessions));
+#endif
   callStart_.reset(new std::atomic<int64_t>[o_.sessions]);
   callBound_.reset(new std::atomic<int>[o_.sessions]);
   callTransport_.reset(new std::atomic<int>[o_.sessions]);
@@ -720,6 +743,20 @@ int Soak::run() {
       for (int c = 0; c < channels; ++c) p.bases.push_back(dir_ + "/" + kTransportNames[t] + std::to_string(c));
   }
 
+#ifdef MLBRIDGE_BENCH_WITH_GRPC
+  // --keep-grpc 1: gRPC stays initialized for the whole run, as in a
+  // long-lived compiler; by default the last runner's end shuts gRPC down at
+  // every quiet point (and frees what gRPC keeps until then). Its own pools
+  // then count in every measure, and they vary (docs/reliability.md). A
+  // channel only connects when used; this one never is.
+  std::shared_ptr<GrpcChannel> keepGrpc;
+  if (o_.keepGrpc && std::find(enabled_.begin(), enabled_.end(), kGrpc) != enabled_.end()) {
+    GrpcRunnerOptions g;
+    g.address = "127.0.0.1:1";
+    auto ch = GrpcChannel::create(g);
+    if (ch.ok()) keepGrpc = *ch;
+  }
+#endif
   Footprint atStart = footprint();
   if (DIR* d = opendir("/proc/self/fd")) {
     int self = dirfd(d);
@@ -764,7 +801,10 @@ int Soak::run() {
         if (!settled) std::this_thread::sleep_for(std::chrono::milliseconds(100));
       } while (!settled && msSince(t1) < 30000);
       rssCheckpoints += (rssCheckpoints.empty() ? "" : ",") + std::to_string(atEnd.rssKb);
-      if (!settled) std::fprintf(stderr, "soak: threads at a quiet point: %s\n", threadNames().c_str());
+      maxChannelsAlive_ = std::max(maxChannelsAlive_, channelsAlive());
+      if (!settled)
+        std::fprintf(stderr, "soak: threads at a quiet point: %s; gRPC channels alive: %d\n", threadNames().c_str(),
+                     channelsAlive());
       if (segments > 1)
         std::fprintf(stderr,
                      "soak: segment %d/%d: %s (after warm-up: %s)\n", i + 1, segments,
@@ -824,7 +864,7 @@ int Soak::run() {
   double rssGrowth = afterWarmup.rssKb > 0 ? 100.0 * (atEnd.rssKb - afterWarmup.rssKb) / afterWarmup.rssKb : 0;
   double heapGrowth =
       afterWarmup.heapKb > 0 ? 100.0 * (atEnd.heapKb - afterWarmup.heapKb) / afterWarmup.heapKb : 0;
-  bool leakFree = settled && rssGrowth < 5.0 && heapGrowth < 5.0;
+  bool leakFree = settled && rssGrowth < 5.0 && heapGrowth < 5.0 && maxChannelsAlive_ == 0;
   ok = ok && leakFree;
   if (!up) std::fprintf(stderr, "soak: the model processes did not start (see %s/*.log)\n", dir_.c_str());
   if (!settled) std::fprintf(stderr, "soak: descriptors or threads leaked (see the JSON line)\n");
@@ -838,11 +878,11 @@ int Soak::run() {
               "\"sessions\":%ld,\"decisions\":%ld,\"wrong_answers\":%ld,\"kills\":%ld,\"failures_reported\":%ld,"
               "\"max_failure_ms\":%.1f,\"max_bound_ms\":%d,\"slack_ms\":%d,\"start\":%s,\"after_warmup\":%s,"
               "\"end\":%s,\"rss_kb_segments\":[%s],\"rss_growth_pct\":%.2f,\"heap_growth_pct\":%.2f,"
-              "\"malloc_arenas\":%d%s}\n",
+              "\"malloc_arenas\":%d,\"grpc_channels_alive\":%d%s}\n",
               ok ? "true" : "false", static_cast<unsigned long long>(o_.seed), seconds, warmup, o_.sessions, sessions,
               decisions, wrong, kills, failures, maxFailMs, maxBound, o_.slackMs, footprintJson(atStart).c_str(),
               footprintJson(afterWarmup).c_str(), footprintJson(atEnd).c_str(), rssCheckpoints.c_str(), rssGrowth,
-              heapGrowth, o_.mallocArenas, skipped.c_str());
+              heapGrowth, o_.mallocArenas, maxChannelsAlive_, skipped.c_str());
   std::fflush(stdout);
   return ok ? 0 : 1;
 }
@@ -851,7 +891,7 @@ int usage() {
   std::fprintf(stderr,
                "usage: mlbridge-bench soak [--minutes M] [--sessions S] [--seed N] [--transports pipe,shm,grpc]\n"
                "                           [--kill-every-s S] [--timeout-ms T] [--slack-ms MS] [--python PY]\n"
-               "                           [--malloc-arenas N (2; 0: glibc's default)]\n");
+               "                           [--malloc-arenas N (2; 0: glibc's default)] [--keep-grpc 0|1]\n");
   return 2;
 }
 
@@ -872,6 +912,7 @@ int mlbridgeBenchSoak(int argc, char** argv) {
     else if (a == "--slack-ms") o.slackMs = std::atoi(v.c_str());
     else if (a == "--python") o.python = v;
     else if (a == "--malloc-arenas") o.mallocArenas = std::atoi(v.c_str());
+    else if (a == "--keep-grpc") o.keepGrpc = std::atoi(v.c_str()) != 0;
     else return usage();
   }
   if (o.minutes <= 0 || o.sessions < 1 || o.sessions > 4096 || o.killEverySec <= 0 || o.timeoutMs < 100 ||
