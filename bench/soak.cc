@@ -16,8 +16,9 @@
 //     Bounds) plus --slack-ms, and no call hangs;
 //   * every answer is the right one for its request (the model's answer is a
 //     function of the request: session, sequence number, payload);
-//   * no file descriptor or thread leaks, and RSS grows < 5 %: counted with
-//     every session closed and every model up, after the warm-up and at the end;
+//   * no file descriptor or thread leaks, RSS and the heap in use grow < 5 %,
+//     and no GrpcChannel outlives its runner: measured with every session
+//     closed and every model up, after the warm-up and after each ~minute;
 //   * the model processes die only by SIGKILL (never crash) and inherit no
 //     descriptor from this process.
 // Output: one JSON line per transport and a summary line, like the other modes.
