@@ -4,6 +4,7 @@
 //   mlbridge-bench latency --runner pipe --format ...                     [--iterations N] [--pin ...]
 //   mlbridge-bench rtt|latency --runner shm --format ... [--spin-us US] [--peer-spin-us US]  (shared memory)
 //   mlbridge-bench rtt|latency --runner native|aot|onnxruntime [--model mlp] [--threads 1,2]  (bench/inproc_bench.cc)
+//   mlbridge-bench soak [--minutes N] [--seed S]   (bench/soak.cc: models killed and restarted)
 //
 // rtt: the paper's experiment (Sec. 5.3): float32 vectors of 500..50,000
 // (step 500) to a one-layer fully-connected numpy model returning one float.
@@ -35,6 +36,8 @@
 #include "mlbridge/shm_runner.h"
 
 int mlbridgeBenchInproc(int argc, char** argv);  // bench/inproc_bench.cc: --runner native|aot|onnxruntime
+
+int mlbridgeBenchSoak(int argc, char** argv);  // bench/soak.cc: soak --minutes N
 
 #ifdef MLBRIDGE_BENCH_WITH_GRPC
 int mlbridgeBenchGrpc(int argc, char** argv);  // bench/grpc_bench.cc: --runner grpc
@@ -305,7 +308,8 @@ int usage() {
                "usage: mlbridge-bench rtt|latency --runner pipe|shm --format bitstream|json|protobuf\n"
                "                      [--spin-us US] [--peer-spin-us US]   (shm)\n"
                "       mlbridge-bench rtt|latency --runner native|aot|onnxruntime [--model mlp] [--threads 1,2]\n"
-               "                      [--repeats R] [--iterations N] [--pin both|none|same|cross] [--python PY]\n");
+               "                      [--repeats R] [--iterations N] [--pin both|none|same|cross] [--python PY]\n"
+               "       mlbridge-bench soak [--minutes N] [--seed S] [--sessions 64] (see bench/soak.cc)\n");
   return 2;
 }
 
@@ -313,6 +317,7 @@ int usage() {
 
 int main(int argc, char** argv) {
   if (argc < 2) return usage();
+  if (std::string(argv[1]) == "soak") return mlbridgeBenchSoak(argc, argv);
   for (int i = 2; i + 1 < argc; ++i) {
     std::string r = std::string(argv[i]) == "--runner" ? argv[i + 1] : "";
     if (r == "native" || r == "aot" || r == "onnxruntime") return mlbridgeBenchInproc(argc, argv);

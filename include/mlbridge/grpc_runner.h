@@ -30,6 +30,8 @@ namespace mlbridge {
 
 // Retries of UNAVAILABLE. A call gives up after maxAttempts attempts or once
 // totalBudgetMs has passed, whichever comes first (the defaults: within ~30 s).
+// An evaluate that reopens a session the server lost is still one call; no
+// attempt starts after the budget, so it ends within totalBudgetMs + deadlineMs.
 struct GrpcRetryPolicy {
   int maxAttempts = 8;
   int initialBackoffMs = 50;   // first pause; doubles each retry ...

@@ -30,23 +30,41 @@ struct GrpcChannel::Impl {
     return d(rng);
   }
 
+  // What one call of the user (an evaluate, a create) may still spend on
+  // attempts: shared by its phases (the stream, reopening a session the
+  // server lost, the retried exchange), so the policy bounds the call, not
+  // each phase.
+  struct Budget {
+    Clock::time_point end;
+    int attemptsLeft;
+    explicit Budget(const GrpcRetryPolicy& rp)
+        : end(Clock::now() + Ms(rp.totalBudgetMs)), attemptsLeft(std::max(1, rp.maxAttempts)) {}
+  };
+
   // Retries `attempt()` (one try, returning a grpc::Status) on UNAVAILABLE
-  // with bounded exponential backoff and jitter.
+  // with bounded exponential backoff and jitter. No attempt starts after the
+  // budget ends, so a call ends within totalBudgetMs + deadlineMs.
   template <class F>
-  Status retrying(const char* op, bool retry, F&& attempt) {
+  Status retrying(const char* op, bool retry, F&& attempt, Budget* shared = nullptr) {
     const GrpcRetryPolicy& rp = options.retry;
+    Budget local(rp);
+    Budget& budget = shared ? *shared : local;
     Clock::time_point start = Clock::now();
-    Clock::time_point budgetEnd = start + Ms(rp.totalBudgetMs);
+    if (budget.attemptsLeft <= 0 || start >= budget.end)
+      return unavailable(std::string(op) + where + ": the call's retry budget (" + std::to_string(rp.maxAttempts) +
+                         " attempts, " + std::to_string(rp.totalBudgetMs) +
+                         " ms) was spent before this step; is the model server restarting?");
     int backoff = std::max(1, rp.initialBackoffMs);
     int attempts = 0;
     for (;;) {
       grpc::Status s = attempt();
       ++attempts;
+      --budget.attemptsLeft;
       if (s.ok()) return Status::OK();
       if (s.error_code() == grpc::StatusCode::UNAVAILABLE) {
         int pause = jittered(backoff);
         Clock::time_point now = Clock::now();
-        if (retry && attempts < rp.maxAttempts && now + Ms(pause) < budgetEnd) {
+        if (retry && budget.attemptsLeft > 0 && now + Ms(pause) < budget.end) {
           std::this_thread::sleep_for(Ms(pause));
           backoff = std::min(backoff * 2, std::max(1, rp.maxBackoffMs));
           continue;
@@ -65,13 +83,16 @@ struct GrpcChannel::Impl {
 
   // One unary RPC with the deadline, the token and the retry policy.
   template <class F>
-  Status call(const char* op, bool retry, F&& f) {
-    return retrying(op, retry, [&] {
-      grpc::ClientContext ctx;
-      ctx.set_deadline(std::chrono::system_clock::now() + Ms(options.deadlineMs));
-      if (!bearer.empty()) ctx.AddMetadata(grpcimpl::kAuthKey, bearer);
-      return f(ctx);
-    });
+  Status call(const char* op, bool retry, F&& f, Budget* shared = nullptr) {
+    return retrying(
+        op, retry,
+        [&] {
+          grpc::ClientContext ctx;
+          ctx.set_deadline(std::chrono::system_clock::now() + Ms(options.deadlineMs));
+          if (!bearer.empty()) ctx.AddMetadata(grpcimpl::kAuthKey, bearer);
+          return f(ctx);
+        },
+        shared);
   }
 };
 
@@ -269,6 +290,7 @@ struct GrpcModelRunner::Impl {
   int64_t nextId = 0;
   Status broken;             // first transport error; later calls report it
   bool open = false;
+  GrpcChannel::Impl::Budget* budget = nullptr;  // the evaluate in progress: open() spends from its budget
 };
 
 GrpcModelRunner::GrpcModelRunner(std::vector<TensorSpec> features, std::vector<TensorSpec> advice,
@@ -303,8 +325,9 @@ Status GrpcModelRunner::open() {
   grpcimpl::fillHeader(req.mutable_header(), inputSpecs(), outputSpecs());
   req.set_client(ch.options.clientName);
   pb::OpenSessionReply rep;
-  Status s = ch.call("OpenSession", true,
-                     [&](grpc::ClientContext& ctx) { return ch.stub->OpenSession(&ctx, req, &rep); });
+  Status s = ch.call(
+      "OpenSession", true, [&](grpc::ClientContext& ctx) { return ch.stub->OpenSession(&ctx, req, &rep); },
+      impl_->budget);
   if (!s.ok()) return s;
   if (rep.version() != grpcimpl::kSchemaVersion)
     return failedPrecondition("schema version mismatch: the model server speaks mlbridge protocol " +
@@ -326,6 +349,8 @@ Status GrpcModelRunner::evaluateImpl() {
   Span<const TensorRef> in = inputRefs();
   for (size_t i = 0; i < in.size(); ++i) grpcimpl::setTensorData(obs->mutable_tensors(static_cast<int>(i)), in[i]);
   Status s;
+  // One retry budget for the whole evaluate, a reopened session included.
+  GrpcChannel::Impl::Budget budget(ch.options.retry);
   for (int round = 0; round < 2; ++round) {
     if (m.contextPending) m.req.mutable_context()->set_name(m.context);
     else m.req.clear_context();
@@ -342,7 +367,7 @@ Status GrpcModelRunner::evaluateImpl() {
         grpc::Status st = m.stream->exchange(m.req, &m.reply, ch.options.deadlineMs);
         if (!st.ok()) m.stream.reset();
         return st;
-      });
+      }, &budget);
       // A server without EvaluateStream (a hand-written ModelService): unary calls.
       if (s.code() == StatusCode::kUnimplemented) {
         m.noStream = true;
@@ -350,12 +375,15 @@ Status GrpcModelRunner::evaluateImpl() {
         continue;
       }
     } else {
-      s = ch.call("Evaluate", true,
-                  [&](grpc::ClientContext& ctx) { return ch.stub->Evaluate(&ctx, m.req, &m.reply); });
+      s = ch.call(
+          "Evaluate", true, [&](grpc::ClientContext& ctx) { return ch.stub->Evaluate(&ctx, m.req, &m.reply); },
+          &budget);
     }
     // The server lost the session (it restarted): open a new one, once.
     if (s.code() != StatusCode::kNotFound || round == 1) break;
+    m.budget = &budget;
     Status reopened = open();
+    m.budget = nullptr;
     if (!reopened.ok()) {
       s = reopened;
       break;

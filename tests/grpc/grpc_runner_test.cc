@@ -5,6 +5,7 @@
 #include <grpcpp/grpcpp.h>
 #include <ifaddrs.h>
 
+#include <atomic>
 #include <chrono>
 #include <thread>
 
@@ -258,6 +259,51 @@ TEST(GrpcFaults, WrongDtypeOrShapeInReply) {
   fake.model.reply.clear_tensors();  // no tensors at all: never a default value
   s = (*r)->evaluate();
   EXPECT_FALSE(s.ok());
+}
+
+// A server that restarted: calls fail UNAVAILABLE for a while, then the new
+// server does not know the session (NOT_FOUND) and cannot open one yet.
+class RestartingModel final : public mlbridge::v1::ModelService::Service {
+ public:
+  std::atomic<int> opens{0}, evaluates{0};
+  grpc::Status OpenSession(grpc::ServerContext*, const mlbridge::v1::OpenSessionRequest*,
+                           mlbridge::v1::OpenSessionReply* rep) override {
+    if (opens++ > 0) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "restarting");
+    rep->set_session(42);
+    rep->set_version(1);
+    return grpc::Status::OK;
+  }
+  grpc::Status Evaluate(grpc::ServerContext*, const mlbridge::v1::EvaluateRequest*,
+                        mlbridge::v1::EvaluateReply*) override {
+    if (evaluates++ < 2) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "restarting");
+    return grpc::Status(grpc::StatusCode::NOT_FOUND, "unknown session");
+  }
+};
+
+// Found by the soak test (bench/soak.cc): reopening a session the server lost
+// had a retry budget of its own, so one evaluate could take several times
+// totalBudgetMs. The evaluate's phases now share one budget.
+TEST(GrpcFaults, ReopenedSessionSharesTheCallsRetryBudget) {
+  RestartingModel model;
+  grpc::ServerBuilder b;
+  int port = 0;
+  b.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  b.RegisterService(&model);
+  std::unique_ptr<grpc::Server> server = b.BuildAndStart();
+  GrpcRunnerOptions o = fastFail("127.0.0.1:" + std::to_string(port));
+  o.streaming = false;
+  o.retry.maxAttempts = 4;
+  o.retry.initialBackoffMs = 1;
+  o.retry.maxBackoffMs = 2;
+  o.retry.totalBudgetMs = 60000;  // the attempts run out first
+  auto r = GrpcModelRunner::create({TensorSpec::create<float>("x", {1})}, {TensorSpec::create<int64_t>("d", {1})}, o);
+  ASSERT_TRUE(r.ok()) << r.status().toString();
+  Status s = (*r)->evaluate();
+  EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s.toString();
+  // Two UNAVAILABLE, one NOT_FOUND, then one OpenSession: four attempts in all.
+  EXPECT_EQ(model.evaluates.load(), 3);
+  EXPECT_EQ(model.opens.load() - 1, 1);
+  server->Shutdown();
 }
 
 TEST(GrpcFaults, SchemaVersionMismatch) {
