@@ -35,7 +35,8 @@ typedef struct mlbridge_tfaot_model {
   /* Makes an instance (XLA's buffers): NULL and *instance set, or a static message. */
   const char* (*create)(void** instance);
   void (*destroy)(void* instance);
-  /* Buffers of feeds[i] / fetches[i] (feeds[i].bytes each), owned by the instance. */
+  /* Buffers of feeds[i] / fetches[i] (.bytes each), owned by the instance;
+     a fetch's buffer is known only after a successful run (XLA's result table). */
   void* (*feed_data)(void* instance, size_t i);
   const void* (*fetch_data)(void* instance, size_t i);
   /* Runs the function: NULL, or a static message. */

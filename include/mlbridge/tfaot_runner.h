@@ -20,7 +20,7 @@
 //
 // Each runner owns one instance of the XLA class (its buffers): evaluate()
 // copies the features into XLA's argument buffers, runs, and copies the
-// fetches into the advice buffers; it allocates nothing and takes no lock.
+// fetches (XLA's result table, filled by the run) into the advice buffers; it allocates nothing and takes no lock.
 #ifndef MLBRIDGE_TFAOT_RUNNER_H
 #define MLBRIDGE_TFAOT_RUNNER_H
 
@@ -58,9 +58,15 @@ class TfAotModelRunner final : public ModelRunner {
     const void* src;
     size_t bytes;
   };
+  struct Fetch {
+    void* dst;
+    size_t index;  // in model_->fetches
+    size_t bytes;
+  };
   const mlbridge_tfaot_model* model_;
   void* instance_ = nullptr;
-  std::vector<Copy> in_, out_;
+  std::vector<Copy> in_;
+  std::vector<Fetch> out_;
 };
 
 }  // namespace mlbridge

@@ -77,13 +77,9 @@ StatusOr<std::unique_ptr<TfAotModelRunner>> TfAotModelRunner::create(const mlbri
     if (!dst) return internalError("TensorFlow AOT model '" + nameOf(model) + "': no buffer for feed '" + feeds[i].name() + "'");
     r->in_.push_back(Copy{dst, r->inputRefs()[featureOf[i]].data, feeds[i].byteSize()});
   }
-  for (size_t a = 0; a < fetchOf.size(); ++a) {
-    const void* src = model->fetch_data(r->instance_, fetchOf[a]);
-    if (!src)
-      return internalError("TensorFlow AOT model '" + nameOf(model) + "': no buffer for fetch '" +
-                           fetches[fetchOf[a]].name() + "'");
-    r->out_.push_back(Copy{r->outputRefs()[a].data, src, fetches[fetchOf[a]].byteSize()});
-  }
+  // XLA fills its result table during Run(): fetch buffers are looked up after each run.
+  for (size_t a = 0; a < fetchOf.size(); ++a)
+    r->out_.push_back(Fetch{r->outputRefs()[a].data, fetchOf[a], fetches[fetchOf[a]].byteSize()});
   return r;
 }
 
@@ -91,7 +87,13 @@ Status TfAotModelRunner::evaluateImpl() {
   for (const Copy& c : in_) std::memcpy(c.dst, c.src, c.bytes);
   if (const char* err = model_->run(instance_))
     return Status(StatusCode::kAborted, "TensorFlow AOT model '" + nameOf(model_) + "': " + err);
-  for (const Copy& c : out_) std::memcpy(c.dst, c.src, c.bytes);
+  for (const Fetch& f : out_) {
+    const void* src = model_->fetch_data(instance_, f.index);
+    if (!src)
+      return internalError("TensorFlow AOT model '" + nameOf(model_) + "' gave no buffer for fetch '" +
+                           std::string(model_->fetches[f.index].name ? model_->fetches[f.index].name : "") + "'");
+    std::memcpy(f.dst, src, f.bytes);
+  }
   return Status::OK();
 }
 

@@ -12,6 +12,9 @@ OUT_DIR/inliner/   SavedModel with exactly LLVM 19's ML inliner signature: its
 OUT_DIR/mlp/       SavedModel: x float32 [1,16] -> Dense(32, tanh) -> Dense(4)
                    -> probs (softmax) float32 [1,4] and action (argmax) int64 [1].
 OUT_DIR/*/cases.json  random inputs and TensorFlow's own outputs for them.
+OUT_DIR/*.tflite   the same models converted by TensorFlow's TFLite converter,
+                   and OUT_DIR/inliner_llvm/ as LLVM's development-mode model
+                   folder (model.tflite + output_spec.json).
 """
 import json
 import os
@@ -95,6 +98,19 @@ def main() -> None:
     os.makedirs(out, exist_ok=True)
     inliner(os.path.join(out, "inliner"))
     mlp(os.path.join(out, "mlp"))
+    for name in ("inliner", "mlp"):
+        flat = tf.lite.TFLiteConverter.from_saved_model(os.path.join(out, name)).convert()
+        with open(os.path.join(out, name + ".tflite"), "wb") as f:
+            f.write(flat)
+    llvm = os.path.join(out, "inliner_llvm")
+    os.makedirs(llvm, exist_ok=True)
+    with open(os.path.join(out, "inliner.tflite"), "rb") as src, open(os.path.join(llvm, "model.tflite"), "wb") as dst:
+        dst.write(src.read())
+    # LLVM's output_spec.json: which tensor is the decision (TFModelEvaluator's format).
+    spec = [{"logging_name": "inlining_decision",
+             "tensor_spec": {"name": "StatefulPartitionedCall", "port": 0, "type": "int64_t", "shape": [1]}}]
+    with open(os.path.join(llvm, "output_spec.json"), "w") as f:
+        json.dump(spec, f)
 
 
 if __name__ == "__main__":
