@@ -110,6 +110,13 @@ if(MLBRIDGE_BUILD_TESTS AND Python3_FOUND AND TARGET MLBridgeLLVMAot)
              WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
     set_tests_properties(llvm.${_t} PROPERTIES TIMEOUT 300 ENVIRONMENT "${_mlb_llvm_env}")
   endforeach()
+  # A TensorFlow SavedModel compiled by XLA, loaded by the plugin (tests/tfaot, cmake/tfaot.cmake).
+  if(TARGET MLBridgeTfAotInliner)
+    add_test(NAME tf.llvm
+             COMMAND ${Python3_EXECUTABLE} -m pytest -q -p no:cacheprovider ${MLBRIDGE_LLVM_TEST_DIR}/test_tfaot.py
+             WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+    set_tests_properties(tf.llvm PROPERTIES TIMEOUT 300 LABELS tf ENVIRONMENT "${_mlb_llvm_env};MLBRIDGE_TFAOT_INLINER_LIB=$<TARGET_FILE:MLBridgeTfAotInliner>;MLBRIDGE_TF_MODELS_DIR=${MLBRIDGE_TF_MODELS_DIR}")
+  endif()
 endif()
 
 # Phase ordering registers its own tests.
