@@ -13,10 +13,10 @@ Writes to OUT_DIR:
   NAME_tfaot.cc         the plain C descriptor `NAME_tfaot_model()` (tfaot_model.h)
                         naming every feed/fetch by its signature key, with dtype and
                         shape from the signature
-  runtime_sources.txt   the XLA runtime sources (relative to the wheel's
-                        xla_aot_runtime_src) the object needs: the class's own
-                        support plus, per `__xla_cpu_runtime_*` symbol the object
-                        leaves undefined, the source defining it
+  runtime_base.txt      the XLA runtime sources (relative to the wheel's
+                        xla_aot_runtime_src) every model needs: the class's base
+  runtime_sources.txt   the others this object needs: per `__xla_cpu_runtime_*`
+                        symbol it leaves undefined, the source defining it
   include_dir.txt       the wheel's header folder
 Exit 1 with a one-line message on a user error (missing signature, feed, dynamic
 shape, unsupported dtype).
@@ -197,7 +197,7 @@ def runtime_sources(obj: str, runtime_dir: str, nm: str):
         raise UserError(f"cannot list the symbols of {obj} with {nm}: {e}") from None
     undefined = {line.split()[-1] for line in out.splitlines() if line.strip()}
     needed = sorted(s for s in undefined if s.startswith("__xla_cpu_runtime_"))
-    return list(CLASS_SUPPORT) + sources_defining(needed, runtime_dir)
+    return sources_defining(needed, runtime_dir)
 
 
 def sources_defining(symbols, runtime_dir: str):
@@ -269,8 +269,10 @@ def main() -> int:
         feeds = kept
         write_descriptor(prefix + "_tfaot.cc", a.name, a.name + ".h", os.path.basename(os.path.normpath(a.saved_model)),
                          a.signature, feeds, fetches)
+        with open(os.path.join(a.out, "runtime_base.txt"), "w") as f:
+            f.write("\n".join(CLASS_SUPPORT) + "\n")
         with open(os.path.join(a.out, "runtime_sources.txt"), "w") as f:
-            f.write("\n".join(runtime_sources(prefix + ".o", runtime_dir, a.nm)) + "\n")
+            f.write("".join(src + "\n" for src in runtime_sources(prefix + ".o", runtime_dir, a.nm)))
         with open(os.path.join(a.out, "include_dir.txt"), "w") as f:
             f.write(include_dir + "\n")
         with open(os.path.join(a.out, "runtime_dir.txt"), "w") as f:

@@ -106,9 +106,14 @@ def main() -> None:
     os.makedirs(llvm, exist_ok=True)
     with open(os.path.join(out, "inliner.tflite"), "rb") as src, open(os.path.join(llvm, "model.tflite"), "wb") as dst:
         dst.write(src.read())
-    # LLVM's output_spec.json: which tensor is the decision (TFModelEvaluator's format).
+    # LLVM's output_spec.json (TFModelEvaluator's format): the decision's tensor
+    # by its TFLite name and port, as LLVM's development mode looks it up.
+    interp = tf.lite.Interpreter(model_path=os.path.join(llvm, "model.tflite"))
+    names = {d["index"]: d["name"] for d in interp.get_tensor_details()}
+    out_index = interp.get_signature_runner().get_output_details()["inlining_decision"]["index"]
+    tensor, _, port = names[out_index].partition(":")
     spec = [{"logging_name": "inlining_decision",
-             "tensor_spec": {"name": "StatefulPartitionedCall", "port": 0, "type": "int64_t", "shape": [1]}}]
+             "tensor_spec": {"name": tensor, "port": int(port or 0), "type": "int64_t", "shape": [1]}}]
     with open(os.path.join(llvm, "output_spec.json"), "w") as f:
         json.dump(spec, f)
 
