@@ -40,7 +40,7 @@ mlbridge::StatusOr<std::unique_ptr<mlbridge::ModelRunner>> createRunner(const Ru
                                                                         std::vector<mlbridge::TensorSpec> features,
                                                                         std::vector<mlbridge::TensorSpec> advice);
 
-// The runners this plugin can create, e.g. "onnx, aot, pipe".
+// The runners this plugin can create, e.g. "onnx, aot, tfaot, pipe".
 std::string availableRunners();
 
 }  // namespace mlbridge_integrations

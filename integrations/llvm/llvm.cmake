@@ -1,6 +1,6 @@
 # The mlbridge LLVM pass plugins, built against the installed LLVM (Debian's
 # llvm-19-dev; LLVM_DIR picks another, e.g. llvm-22):
-#   libMLBridgeLLVM.so          ML inliner and phase ordering (runners onnx, aot, pipe; runner_choice.cc)
+#   libMLBridgeLLVM.so          ML inliner and phase ordering (runners onnx, aot, tfaot, pipe; runner_choice.cc)
 #   libMLBridgeLLVMAot.so       the same with the AOT-compiled test policy linked in (runner aot)
 #   libMLBridgeLLVMFull.so      the same plus runners onnxruntime and grpc, when those components are built
 #   libMLBridgeLLVMBaseline.so  the same plugin hook without mlbridge (bench/llvm_overhead.py)

@@ -34,7 +34,7 @@ namespace {
 // Each option may also come from the environment (MLBRIDGE_PO_RUNNER, ...),
 // e.g. under `clang -fpass-plugin=`, where plugin options are not parsed;
 // the command line wins.
-llvm::cl::opt<std::string> RunnerOpt("mlbridge-po-runner", llvm::cl::desc("phase ordering: onnx, aot, pipe (also onnxruntime, grpc in libMLBridgeLLVMFull.so)"));
+llvm::cl::opt<std::string> RunnerOpt("mlbridge-po-runner", llvm::cl::desc("phase ordering: onnx, aot, tfaot, pipe (also onnxruntime, grpc in libMLBridgeLLVMFull.so)"));
 llvm::cl::opt<std::string> ModelOpt("mlbridge-po-model",
                                     llvm::cl::desc("phase ordering: .onnx file (onnx) or model library (aot)"));
 llvm::cl::opt<std::string> AotSymbolOpt("mlbridge-po-aot-symbol",
