@@ -1,7 +1,7 @@
-// mlbridge-bench --runner native|aot|onnxruntime: in-process runners.
+// mlbridge-bench --runner native|aot|onnxruntime|tfaot: in-process runners.
 //
-//   mlbridge-bench latency --runner native|aot|onnxruntime [--model mlp] [--iterations N] [--threads 1,2]
-//   mlbridge-bench rtt     --runner native|aot|onnxruntime [--repeats R] [--threads 1,2]
+//   mlbridge-bench latency --runner native|aot|onnxruntime|tfaot [--model mlp] [--iterations N] [--threads 1,2]
+//   mlbridge-bench rtt     --runner native|aot|onnxruntime|tfaot [--repeats R] [--threads 1,2]
 //
 // The models and the floor come from bench/mlp_floor.h (the same seeded
 // weights as mlbridge-engine-bench, mlbridge-aot-bench and the build-time AOT
@@ -39,6 +39,11 @@
 #endif
 #ifdef MLBRIDGE_HAVE_ONNXRUNTIME
 #include "mlbridge/onnxruntime_runner.h"
+#endif
+#ifdef MLBRIDGE_BENCH_WITH_TFAOT
+#include "TfAotBenchFc50k_tfaot.h"
+#include "TfAotBenchMlp_tfaot.h"
+#include "mlbridge/tfaot_runner.h"
 #endif
 
 namespace {
@@ -79,6 +84,14 @@ StatusOr<std::unique_ptr<ModelRunner>> makeRunner(const InprocOptions& o, const 
     // the MLP, and the FC 50,000 -> 1 (rtt feeds n values, the rest zero).
     auto r = mlbridge::AotModelRunner::create(mlp ? AotBenchMlp_model() : AotBenchFc50k_model(), {std::move(in)},
                                               {std::move(out)});
+    if (!r.ok()) return r.status();
+    return std::unique_ptr<ModelRunner>(std::move(*r));
+#endif
+  } else if (o.runner == "tfaot") {
+#ifdef MLBRIDGE_BENCH_WITH_TFAOT
+    // The same weights as TensorFlow SavedModels compiled by XLA (bench/tfaot.cmake).
+    auto r = mlbridge::TfAotModelRunner::create(mlp ? TfAotBenchMlp_tfaot_model() : TfAotBenchFc50k_tfaot_model(),
+                                                {std::move(in)}, {std::move(out)});
     if (!r.ok()) return r.status();
     return std::unique_ptr<ModelRunner>(std::move(*r));
 #endif
@@ -187,7 +200,7 @@ StatusOr<double> throughput(const InprocOptions& o, const mb::BenchModels& b, in
 
 int usageInproc() {
   std::fprintf(stderr,
-               "usage: mlbridge-bench latency|rtt --runner native|aot|onnxruntime [--model mlp] [--iterations N]\n"
+               "usage: mlbridge-bench latency|rtt --runner native|aot|onnxruntime|tfaot [--model mlp] [--iterations N]\n"
                "                      [--repeats R] [--threads 1,2]\n");
   return 2;
 }
@@ -230,6 +243,13 @@ int mlbridgeBenchInproc(int argc, char** argv) {
     note = o.mode == "latency" ? "build-time AotBenchMlp (same weights)"
                                : "build-time AotBenchFc50k (same weights; n values in, the rest zero: 50,000 MACs per call)";
 #endif
+#ifdef MLBRIDGE_BENCH_WITH_TFAOT
+  if (o.runner == "tfaot")
+    note = o.mode == "latency" ? "TF SavedModel compiled by XLA (same weights)"
+                               : "TF SavedModel FC 50,000 compiled by XLA (same weights; n values in, the rest zero)";
+#endif
+  // Runners whose FC has a fixed 50,000 inputs (compiled ahead of time).
+  const bool fixedFc = o.runner == "aot" || o.runner == "tfaot";
   char line[512];
   std::string json;
   if (o.mode == "latency") {
@@ -268,15 +288,15 @@ int mlbridgeBenchInproc(int argc, char** argv) {
     for (int64_t n = 500; n <= 50000; n += 500) {
       std::unique_ptr<ModelRunner> own;
       ModelRunner* rp = nullptr;
-      const int64_t inN = o.runner == "aot" ? int64_t(b.fcX.size()) : n;
-      if (o.runner == "aot" && aotFc) {
+      const int64_t inN = fixedFc ? int64_t(b.fcX.size()) : n;
+      if (fixedFc && aotFc) {
         rp = aotFc.get();
       } else {
-        auto r = makeRunner(o, o.runner == "aot" ? b.fcOnnx : fcOnnx(b.fcW, n, b.fcBias),
+        auto r = makeRunner(o, fixedFc ? b.fcOnnx : fcOnnx(b.fcW, n, b.fcBias),
                             TensorSpec::create<float>("x", {1, inN}), TensorSpec::create<float>("y", {1, 1}), false);
         if (!r.ok()) return fail(r.status());
-        (o.runner == "aot" ? aotFc : own) = std::move(*r);
-        rp = o.runner == "aot" ? aotFc.get() : own.get();
+        (fixedFc ? aotFc : own) = std::move(*r);
+        rp = fixedFc ? aotFc.get() : own.get();
       }
       ModelRunner& runner = *rp;
       if (inN > n) std::memset(runner.getTensor<float>(0) + n, 0, sizeof(float) * size_t(inN - n));

@@ -3,7 +3,7 @@
 //   mlbridge-bench rtt     --runner pipe --format bitstream|json|protobuf [--repeats R] [--pin both|none|same|cross]
 //   mlbridge-bench latency --runner pipe --format ...                     [--iterations N] [--pin ...]
 //   mlbridge-bench rtt|latency --runner shm --format ... [--spin-us US] [--peer-spin-us US]  (shared memory)
-//   mlbridge-bench rtt|latency --runner native|aot|onnxruntime [--model mlp] [--threads 1,2]  (bench/inproc_bench.cc)
+//   mlbridge-bench rtt|latency --runner native|aot|onnxruntime|tfaot [--model mlp] [--threads 1,2]  (bench/inproc_bench.cc)
 //   mlbridge-bench soak [--minutes N] [--seed S]   (bench/soak.cc: models killed and restarted)
 //
 // rtt: the paper's experiment (Sec. 5.3): float32 vectors of 500..50,000
@@ -307,7 +307,7 @@ int usage() {
   std::fprintf(stderr,
                "usage: mlbridge-bench rtt|latency --runner pipe|shm --format bitstream|json|protobuf\n"
                "                      [--spin-us US] [--peer-spin-us US]   (shm)\n"
-               "       mlbridge-bench rtt|latency --runner native|aot|onnxruntime [--model mlp] [--threads 1,2]\n"
+               "       mlbridge-bench rtt|latency --runner native|aot|onnxruntime|tfaot [--model mlp] [--threads 1,2]\n"
                "                      [--repeats R] [--iterations N] [--pin both|none|same|cross] [--python PY]\n"
                "       mlbridge-bench soak [--minutes N] [--seed S] [--sessions 64] (see bench/soak.cc)\n");
   return 2;
@@ -320,7 +320,7 @@ int main(int argc, char** argv) {
   if (std::string(argv[1]) == "soak") return mlbridgeBenchSoak(argc, argv);
   for (int i = 2; i + 1 < argc; ++i) {
     std::string r = std::string(argv[i]) == "--runner" ? argv[i + 1] : "";
-    if (r == "native" || r == "aot" || r == "onnxruntime") return mlbridgeBenchInproc(argc, argv);
+    if (r == "native" || r == "aot" || r == "onnxruntime" || r == "tfaot") return mlbridgeBenchInproc(argc, argv);
   }
 #ifdef MLBRIDGE_BENCH_WITH_GRPC
   for (int i = 2; i + 1 < argc; ++i)

@@ -5,6 +5,7 @@
 #include "mlbridge/aot_runner.h"
 #include "mlbridge/dtype.h"
 #include "mlbridge/feature.h"
+#include "mlbridge/litert_runner.h"
 #include "mlbridge/log.h"
 #include "mlbridge/model_runner.h"
 #include "mlbridge/onnx_runner.h"
@@ -15,6 +16,7 @@
 #include "mlbridge/status.h"
 #include "mlbridge/tensor_ref.h"
 #include "mlbridge/tensor_spec.h"
+#include "mlbridge/tfaot_runner.h"
 #include "mlbridge/version.h"
 #include "mlbridge/wire_format.h"
 

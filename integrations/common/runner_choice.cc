@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "mlbridge/pipe_runner.h"
+#include "mlbridge/tfaot_runner.h"
 #include "mlbridge/wire_format.h"
 #ifdef MLBRIDGE_RUNNERS_HAVE_ENGINE
 #include "mlbridge/aot_runner.h"
@@ -33,7 +34,7 @@ std::string availableRunners() {
 #ifdef MLBRIDGE_RUNNERS_HAVE_ONNXRUNTIME
   s += "onnxruntime, ";
 #endif
-  s += "pipe";
+  s += "tfaot, pipe";
 #ifdef MLBRIDGE_RUNNERS_HAVE_GRPC
   s += ", grpc";
 #endif
@@ -55,28 +56,29 @@ StatusOr<std::unique_ptr<ModelRunner>> upcast(StatusOr<std::unique_ptr<R>> r) {
                                       "); available: " + availableRunners());
 }
 
-#ifdef MLBRIDGE_RUNNERS_HAVE_ENGINE
-// An AOT policy in a shared library (mlbridge-aot's .cc built with -shared
-// -fPIC), so a deployed policy changes without rebuilding the plugin. The
-// library stays loaded: its descriptor is static data.
-StatusOr<const mlbridge_aot_model*> loadAotLibrary(const std::string& path, const std::string& symbol) {
+// A compiled policy in a shared library (mlbridge-aot's .cc built with -shared
+// -fPIC, or mlbridge_add_tf_aot_model(... MODULE)), so a deployed policy
+// changes without rebuilding the plugin. The library stays loaded: its
+// descriptor is static data. `runner` names the option in messages.
+template <class Descriptor>
+StatusOr<const Descriptor*> loadModelLibrary(const std::string& runner, const std::string& path,
+                                             const std::string& symbol) {
   void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!lib) {
     const char* err = dlerror();
-    return Status(mlbridge::StatusCode::kNotFound, "aot runner: cannot load '" + path + "': " + (err ? err : "?"));
+    return Status(mlbridge::StatusCode::kNotFound, runner + " runner: cannot load '" + path + "': " + (err ? err : "?"));
   }
   void* sym = dlsym(lib, symbol.c_str());
   if (!sym)
-    return Status(mlbridge::StatusCode::kNotFound, "aot runner: '" + path + "' has no symbol '" + symbol + "'");
-  using ModelFn = const mlbridge_aot_model* (*)();
+    return Status(mlbridge::StatusCode::kNotFound, runner + " runner: '" + path + "' has no symbol '" + symbol + "'");
+  using ModelFn = const Descriptor* (*)();
   ModelFn fn;
   static_assert(sizeof(fn) == sizeof(sym), "function and data pointers differ in size");
   std::memcpy(&fn, &sym, sizeof(fn));  // POSIX: dlsym's result converts to a function pointer
-  const mlbridge_aot_model* model = fn();
-  if (!model) return mlbridge::invalidArgument("aot runner: '" + symbol + "' returned no model");
+  const Descriptor* model = fn();
+  if (!model) return mlbridge::invalidArgument(runner + " runner: '" + symbol + "' returned no model");
   return model;
 }
-#endif
 
 }  // namespace
 
@@ -104,7 +106,7 @@ StatusOr<std::unique_ptr<ModelRunner>> createRunner(const RunnerChoice& c, std::
 #ifdef MLBRIDGE_RUNNERS_HAVE_ENGINE
     const mlbridge_aot_model* model = c.embeddedAot;
     if (!c.model.empty()) {
-      StatusOr<const mlbridge_aot_model*> loaded = loadAotLibrary(c.model, c.aotSymbol);
+      StatusOr<const mlbridge_aot_model*> loaded = loadModelLibrary<mlbridge_aot_model>(r, c.model, c.aotSymbol);
       if (!loaded.ok()) return loaded.status();
       model = *loaded;
     }
@@ -116,6 +118,16 @@ StatusOr<std::unique_ptr<ModelRunner>> createRunner(const RunnerChoice& c, std::
 #else
     return notBuilt(r, "configure with MLBRIDGE_WITH_ENGINE=ON");
 #endif
+  }
+  if (r == "tfaot") {
+    // Needs nothing but the library: XLA's code and its runtime are in it.
+    if (c.model.empty())
+      return Status(mlbridge::StatusCode::kNotFound,
+                    "tfaot runner: no model library given (" + c.optionPrefix +
+                        "model=LIB.so, built by mlbridge_add_tf_aot_model(... MODULE))");
+    StatusOr<const mlbridge_tfaot_model*> loaded = loadModelLibrary<mlbridge_tfaot_model>(r, c.model, c.tfaotSymbol);
+    if (!loaded.ok()) return loaded.status();
+    return upcast(mlbridge::TfAotModelRunner::create(*loaded, std::move(features), std::move(advice)));
   }
   if (r == "pipe") {
     if (c.channel.empty())

@@ -18,10 +18,12 @@
 namespace mlbridge_integrations {
 
 struct RunnerChoice {
-  std::string runner;     // onnx, aot, onnxruntime, pipe, grpc
+  std::string runner;     // onnx, aot, onnxruntime, tfaot, pipe, grpc
   std::string model;      // onnx, onnxruntime: .onnx file; aot: shared library built from
-                          // mlbridge-aot output (empty: the policy compiled into the plugin)
+                          // mlbridge-aot output (empty: the policy compiled into the plugin);
+                          // tfaot: library from mlbridge_add_tf_aot_model(... MODULE)
   std::string aotSymbol;  // aot library: its generated `<Name>_model` function
+  std::string tfaotSymbol;  // tfaot library: its generated `<NAME>_tfaot_model` function
   std::string channel;    // pipe: channel base (BASE.in / BASE.out)
   std::string format;     // pipe: bitstream (default), json, protobuf
   std::string address;    // grpc: host:port
@@ -38,7 +40,7 @@ mlbridge::StatusOr<std::unique_ptr<mlbridge::ModelRunner>> createRunner(const Ru
                                                                         std::vector<mlbridge::TensorSpec> features,
                                                                         std::vector<mlbridge::TensorSpec> advice);
 
-// The runners this plugin can create, e.g. "onnx, aot, pipe".
+// The runners this plugin can create, e.g. "onnx, aot, tfaot, pipe".
 std::string availableRunners();
 
 }  // namespace mlbridge_integrations

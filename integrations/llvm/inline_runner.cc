@@ -13,15 +13,17 @@ namespace {
 
 // Each option falls back to its MLBRIDGE_INLINE_* variable when not given.
 llvm::cl::opt<std::string> runnerOpt("mlbridge-inline-runner",
-                                     llvm::cl::desc("mlbridge ML inliner runner: none, onnx, aot, onnxruntime, pipe, "
-                                                    "grpc (env MLBRIDGE_INLINE_RUNNER)"));
+                                     llvm::cl::desc("mlbridge ML inliner runner: none, onnx, aot, onnxruntime, tfaot, "
+                                                    "pipe, grpc (env MLBRIDGE_INLINE_RUNNER)"));
 llvm::cl::opt<std::string> modelOpt("mlbridge-inline-model",
                                     llvm::cl::desc("mlbridge ML inliner: .onnx policy, or for aot a shared library "
-                                                   "built from mlbridge-aot output (env MLBRIDGE_INLINE_MODEL)"));
+                                                   "built from mlbridge-aot output, for tfaot one built by "
+                                                   "mlbridge_add_tf_aot_model (env MLBRIDGE_INLINE_MODEL)"));
 llvm::cl::opt<std::string> aotSymbolOpt("mlbridge-inline-aot-symbol",
                                         llvm::cl::desc("mlbridge ML inliner, aot library: its <Name>_model function "
                                                        "(env MLBRIDGE_INLINE_AOT_SYMBOL, default "
-                                                       "MLBridgeInlinerPolicy_model)"));
+                                                       "MLBridgeInlinerPolicy_model; tfaot: "
+                                                       "MLBridgeInlinerPolicy_tfaot_model)"));
 llvm::cl::opt<std::string> channelOpt("mlbridge-inline-channel",
                                       llvm::cl::desc("mlbridge ML inliner, pipe runner: channel base "
                                                      "(env MLBRIDGE_INLINE_CHANNEL)"));
@@ -57,6 +59,7 @@ InlineRunnerConfig inlineRunnerConfig() {
   r.runner = pick(runnerOpt, "MLBRIDGE_INLINE_RUNNER");
   r.model = pick(modelOpt, "MLBRIDGE_INLINE_MODEL");
   r.aotSymbol = pick(aotSymbolOpt, "MLBRIDGE_INLINE_AOT_SYMBOL");
+  r.tfaotSymbol = r.aotSymbol.empty() ? "MLBridgeInlinerPolicy_tfaot_model" : r.aotSymbol;
   if (r.aotSymbol.empty()) r.aotSymbol = "MLBridgeInlinerPolicy_model";
   r.channel = pick(channelOpt, "MLBRIDGE_INLINE_CHANNEL");
   r.format = pick(formatOpt, "MLBRIDGE_INLINE_FORMAT");

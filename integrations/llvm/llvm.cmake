@@ -1,6 +1,6 @@
 # The mlbridge LLVM pass plugins, built against the installed LLVM (Debian's
 # llvm-19-dev; LLVM_DIR picks another, e.g. llvm-22):
-#   libMLBridgeLLVM.so          ML inliner and phase ordering (runners onnx, aot, pipe; runner_choice.cc)
+#   libMLBridgeLLVM.so          ML inliner and phase ordering (runners onnx, aot, tfaot, pipe; runner_choice.cc)
 #   libMLBridgeLLVMAot.so       the same with the AOT-compiled test policy linked in (runner aot)
 #   libMLBridgeLLVMFull.so      the same plus runners onnxruntime and grpc, when those components are built
 #   libMLBridgeLLVMBaseline.so  the same plugin hook without mlbridge (bench/llvm_overhead.py)
@@ -117,6 +117,13 @@ if(MLBRIDGE_BUILD_TESTS AND Python3_FOUND AND TARGET MLBridgeLLVMAot)
   set_tests_properties(llvm.training_log PROPERTIES TIMEOUT 300 ENVIRONMENT "${_mlb_llvm_env}")
   # ~30 s on an idle 2-core machine; compiles a corpus under 6 policies
   set_tests_properties(llvm.corpus_evaluate PROPERTIES TIMEOUT 900)
+  # A TensorFlow SavedModel compiled by XLA, loaded by the plugin (tests/tfaot, cmake/tfaot.cmake).
+  if(TARGET MLBridgeTfAotInliner)
+    add_test(NAME tf.llvm
+             COMMAND ${Python3_EXECUTABLE} -m pytest -q -p no:cacheprovider ${MLBRIDGE_LLVM_TEST_DIR}/test_tfaot.py
+             WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+    set_tests_properties(tf.llvm PROPERTIES TIMEOUT 300 LABELS tf ENVIRONMENT "${_mlb_llvm_env};MLBRIDGE_TFAOT_INLINER_LIB=$<TARGET_FILE:MLBridgeTfAotInliner>;MLBRIDGE_TF_MODELS_DIR=${MLBRIDGE_TF_MODELS_DIR}")
+  endif()
 endif()
 
 # Phase ordering registers its own tests.

@@ -34,11 +34,12 @@ namespace {
 // Each option may also come from the environment (MLBRIDGE_PO_RUNNER, ...),
 // e.g. under `clang -fpass-plugin=`, where plugin options are not parsed;
 // the command line wins.
-llvm::cl::opt<std::string> RunnerOpt("mlbridge-po-runner", llvm::cl::desc("phase ordering: onnx, aot, pipe (also onnxruntime, grpc in libMLBridgeLLVMFull.so)"));
+llvm::cl::opt<std::string> RunnerOpt("mlbridge-po-runner", llvm::cl::desc("phase ordering: onnx, aot, tfaot, pipe (also onnxruntime, grpc in libMLBridgeLLVMFull.so)"));
 llvm::cl::opt<std::string> ModelOpt("mlbridge-po-model",
                                     llvm::cl::desc("phase ordering: .onnx file (onnx) or model library (aot)"));
 llvm::cl::opt<std::string> AotSymbolOpt("mlbridge-po-aot-symbol",
-                                        llvm::cl::desc("phase ordering: the aot library's <Name>_model function"));
+                                        llvm::cl::desc("phase ordering: the aot library's <Name>_model function "
+                                                       "(tfaot: <NAME>_tfaot_model)"));
 llvm::cl::opt<std::string> PipeOpt("mlbridge-po-pipe", llvm::cl::desc("phase ordering: pipe channel base"));
 llvm::cl::opt<std::string> FormatOpt("mlbridge-po-format",
                                      llvm::cl::desc("phase ordering: pipe format (bitstream, json, protobuf)"));
@@ -89,6 +90,7 @@ Settings readSettings() {
   // Without an explicit runner, a pipe base means pipe, anything else onnx.
   s.runner.runner = pick(RunnerOpt, "MLBRIDGE_PO_RUNNER", s.runner.channel.empty() ? "onnx" : "pipe");
   s.runner.aotSymbol = pick(AotSymbolOpt, "MLBRIDGE_PO_AOT_SYMBOL", "PhaseOrderPolicy_model");
+  s.runner.tfaotSymbol = pick(AotSymbolOpt, "MLBRIDGE_PO_AOT_SYMBOL", "PhaseOrderPolicy_tfaot_model");
   s.runner.format = pick(FormatOpt, "MLBRIDGE_PO_FORMAT", "bitstream");
   s.runner.timeoutMs = static_cast<int>(pickUnsigned(TimeoutOpt, "MLBRIDGE_PO_TIMEOUT_MS", 10000));
   s.runner.clientName = "mlbridge-llvm-phase-order";

@@ -44,7 +44,7 @@ def ir(ir_dir) -> str:
 @pytest.mark.parametrize("args, message", [
     ([], "NOT_FOUND: onnx runner: no model file given"),
     (["-mlbridge-po-model=/nonexistent/policy.onnx"], "NOT_FOUND"),
-    (["-mlbridge-po-runner=tflite"], "INVALID_ARGUMENT: unknown runner 'tflite' (available: onnx, aot, pipe"),
+    (["-mlbridge-po-runner=tflite"], "INVALID_ARGUMENT: unknown runner 'tflite' (available: onnx, aot, tfaot, pipe"),
     (["-mlbridge-po-runner=aot", "-mlbridge-po-model=/nonexistent/libpolicy.so"],
      "NOT_FOUND: aot runner: cannot load '/nonexistent/libpolicy.so'"),
     (["-mlbridge-po-pipe=/nonexistent/channel", "-mlbridge-po-format=yaml"],
