@@ -43,6 +43,10 @@ def main(argv: Optional[List[str]] = None, parser: Optional[argparse.ArgumentPar
     """Runs the command (or `parser`'s: a sub-command run on its own) with its exit codes."""
     from ..core.errors import MLBridgeError
     try:
+        argv = list(sys.argv[1:] if argv is None else argv)
+        if parser is None and argv[:1] == ["convert"]:   # its own parser (mlbridge.convert.main), --help included
+            from ..convert import main as convert_main
+            return int(convert_main(argv[1:]) or 0)
         args = (parser or build_parser()).parse_args(argv)
         return int(args.run(args) or 0)
     except UsageError as exc:
