@@ -43,16 +43,40 @@ def add_parser(corpus_sub: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--plot", metavar="FILE.png", default=None, help="plot the per-module change, sorted")
     p.add_argument("--rows", type=int, default=30,
                    help="table rows: the modules with the largest change (0: all; default 30)")
+    p.add_argument("--log", metavar="DIR", default=None,
+                   help="also write each module's training log (LLVM's format, docs/training-logs.md) to "
+                        "DIR/NAME.log, its reward set from the measured sizes; with --policy oz the stock "
+                        "heuristic's decisions are logged (imitation data)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     p.set_defaults(run=run)
     return p
 
 
-def _options(args: argparse.Namespace, corpus: Any) -> Any:
-    """The compile options of a run: the place where ``--log DIR`` adds each
-    module's extra clang arguments or environment (CompileOptions.extra_args/extra_env)."""
-    from ..corpus.compile import CompileOptions
-    return CompileOptions(timeout=args.timeout, thinlto=corpus.has_thinlto)
+def log_path(log_dir: str, module: Any) -> str:
+    return os.path.join(log_dir, module.name + ".log")
+
+
+def _options(args: argparse.Namespace, corpus: Any, policy: Any = None, toolchain: Any = None) -> Any:
+    """The compile options of a run; ``--log DIR`` adds the plugin's training-log
+    option per module (and loads the plugin for ``oz``, whose stock heuristic is logged)."""
+    from ..corpus.compile import CompileOptions, plugin_args
+    opts = CompileOptions(timeout=args.timeout, thinlto=corpus.has_thinlto)
+    if getattr(args, "log", None):
+        load = [] if policy.uses_plugin else plugin_args(toolchain.plugin)
+        opts.extra_args = lambda m: load + ["-mllvm", f"-mlbridge-inline-training-log={log_path(args.log, m)}"]
+    return opts
+
+
+def _reward_logs(args: argparse.Namespace, corpus: Any, ev: Any) -> int:
+    """Writes each logged module's reward (policy vs -Oz .text) into its log; returns how many."""
+    from ..llvm.training_log import set_log_reward
+    done = 0
+    for m, s in zip(corpus.modules, ev.scores):
+        path = log_path(args.log, m)
+        if s.ok and os.path.exists(path):
+            set_log_reward(path, int(s.policy.text_bytes), int(s.baseline.text_bytes))
+            done += 1
+    return done
 
 
 def run(args: argparse.Namespace) -> int:
@@ -80,17 +104,26 @@ def run(args: argparse.Namespace) -> int:
         if args.policy.startswith("python:"):
             sys.path.insert(0, os.getcwd())   # python:MODULE:FN finds modules next to the user
         policy = Policy.parse(args.policy)
-        toolchain = Toolchain.find(args.clang, args.plugin, need_plugin=policy.uses_plugin)
+        toolchain = Toolchain.find(args.clang, args.plugin, need_plugin=policy.uses_plugin or bool(args.log))
     except (layout.CorpusError, CompileSetupError) as exc:
         raise UsageError(str(exc)) from None
     cache = None if args.no_cache else BaselineCache(args.cache_dir or default_cache_dir())
+    if args.log:
+        for m in corpus.modules:
+            os.makedirs(os.path.dirname(log_path(args.log, m)), exist_ok=True)
+        if policy.kind == "oz":
+            cache = None   # the logged run loads the plugin: its sizes are not plain -Oz's to cache
 
     with Progress(len(corpus.modules), "evaluate", quiet=args.quiet, unit="module") as bar:
         def done(score: Any) -> None:
             bar.update(1, postfix=os.path.basename(score.module))
 
-        ev = evaluate(corpus, policy, toolchain, jobs=args.jobs, options=_options(args, corpus), cache=cache,
-                      on_done=done)
+        ev = evaluate(corpus, policy, toolchain, jobs=args.jobs, options=_options(args, corpus, policy, toolchain),
+                      cache=cache, on_done=done)
+    if args.log:
+        logged = _reward_logs(args, corpus, ev)
+        if not args.quiet:
+            print(f"training logs: {logged} of {len(corpus.modules)} modules in {args.log}", file=sys.stderr)
 
     data = ev.as_dict()
     if args.csv:

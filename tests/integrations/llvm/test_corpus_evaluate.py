@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from conftest import PLUGIN, ROOT, model
@@ -132,3 +133,23 @@ def test_recorded_command_replays_by_hand(cli, corpus, tmp_path):
     cmd = command_for(m, Policy.parse(model("always.onnx")), out, Toolchain.find(plugin=PLUGIN, need_plugin=True))
     subprocess.run(cmd, check=True, capture_output=True, timeout=120, stdin=subprocess.DEVNULL)
     assert text_size(out) == sizes(data)[m.name]
+
+
+@pytest.mark.parametrize("policy", ["callee_bb_le_3.onnx", "oz"])
+def test_log_writes_one_rewarded_training_log_per_module(cli, corpus, tmp_path, policy):
+    from mlbridge.llvm.training_log import read_training_log
+    logs = str(tmp_path / "logs")
+    p = cli(corpus, "--policy", model(policy) if policy.endswith(".onnx") else policy, "--log", logs)
+    assert p.returncode == 0, p.stderr
+    data = json.loads(p.stdout)
+    for m in data["modules"]:
+        log = read_training_log(os.path.join(logs, m["module"] + ".log"))
+        assert log.observations > 0
+        names = [s.name for s in log.features]
+        assert names[-2:] == ["inlining_default", "inlining_decision"] and len(names) == 40
+        # the module's reward: .text after - before (-Oz), LLVM's delta_size sign
+        assert log.module_score() == m["policy_text"] - m["oz_text"]
+        decided = np.concatenate([t.features["inlining_decision"].ravel() for t in log.trajectories])
+        default = np.concatenate([t.features["inlining_default"].ravel() for t in log.trajectories])
+        if policy == "oz":
+            assert np.array_equal(decided, default)     # the stock heuristic decided, and was logged
