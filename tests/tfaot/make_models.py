@@ -17,6 +17,7 @@ OUT_DIR/*.tflite   the same models converted by TensorFlow's TFLite converter,
                    folder (model.tflite + output_spec.json).
 """
 import json
+import importlib.util
 import os
 import sys
 
@@ -24,9 +25,14 @@ import numpy as np
 import tensorflow as tf
 
 # LLVM 19's FeatureMap order (llvm/Analysis/InlineModelFeatureMaps.h).
+# The one definition, python/mlbridge/llvm/inliner_features.py, is loaded by path:
+# this runs in the TensorFlow environment, where the mlbridge package does not import.
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "examples", "llvm_plugin"))
-from linear_policy import FEATURES  # noqa: E402  (numpy only)
+_spec = importlib.util.spec_from_file_location(
+    "inliner_features", os.path.join(HERE, "..", "..", "python", "mlbridge", "llvm", "inliner_features.py"))
+_features = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_features)
+FEATURES = list(_features.FEATURES)
 
 CASES = 64
 
