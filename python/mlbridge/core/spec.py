@@ -192,3 +192,19 @@ def as_specs(items: Any, what: str) -> Tuple[TensorSpec, ...]:
     specs: List[TensorSpec] = [TensorSpec.coerce(x) for x in items]
     check_unique(specs, what)
     return tuple(specs)
+
+
+def required_features_problem(features: Iterable[TensorSpec], required: Iterable[Any]) -> Optional[str]:
+    """Why a session whose compiler sends ``features`` cannot serve a model that
+    ``required`` (names, or TensorSpecs that must match too); None when it can.
+    One wording for every server (pipes, shared memory, gRPC)."""
+    have = {s.name: s for s in features}
+    for req in required:
+        name = req if isinstance(req, str) else req.name
+        got = have.get(name)
+        if got is None:
+            return f"SpecMismatch: the model requires feature {name!r}, which the compiler does not send"
+        if isinstance(req, TensorSpec) and (got.dtype != req.dtype or got.shape != req.shape):
+            return (f"SpecMismatch: feature {name!r} is {got.dtype} {list(got.shape)}, "
+                    f"the model requires {req.dtype} {list(req.shape)}")
+    return None

@@ -32,7 +32,7 @@ from ..formats.base import DEFAULT_MAX_MESSAGE
 from ..formats.protobuf import ProtobufFormat, _spec, _tensor
 from ..core.messages import PROTOCOL_VERSION
 from ..transport.server import Observation, Policy, Session, _describe
-from ..core.spec import TensorSpec, check_unique
+from ..core.spec import TensorSpec, check_unique, required_features_problem
 from ..core.values import coerce_all
 from .lifecycle import ServerLifecycle
 
@@ -215,16 +215,7 @@ class GrpcServer(ServerLifecycle):
 
     # -- handlers ------------------------------------------------------------------
     def _refusal(self, features: Any) -> Optional[str]:
-        have = {s.name: s for s in features}
-        for req in self.required:
-            name = req if isinstance(req, str) else req.name
-            got = have.get(name)
-            if got is None:
-                return f"SpecMismatch: the model requires feature {name!r}, which the compiler does not send"
-            if isinstance(req, TensorSpec) and (got.dtype != req.dtype or got.shape != req.shape):
-                return (f"SpecMismatch: feature {name!r} is {got.dtype} {list(got.shape)}, "
-                        f"the model requires {req.dtype} {list(req.shape)}")
-        return None
+        return required_features_problem(features, self.required)
 
     def _open(self, req: Any, context: grpc.ServicerContext) -> Any:
         self._auth(context)

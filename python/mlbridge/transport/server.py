@@ -15,7 +15,7 @@ from ..core.errors import ChannelTimeout, MLBridgeError, PeerClosed, ProtocolErr
 from ..formats.base import DEFAULT_MAX_MESSAGE
 from ..formats.framing import FramedModelDecoder
 from ..core.messages import Context, End, Header, Observation as _ObsMsg, Outcome, Preamble, Restart
-from ..core.spec import TensorSpec
+from ..core.spec import TensorSpec, required_features_problem
 
 __all__ = ["Observation", "Session", "SessionStats", "Model", "PipeServer", "Policy"]
 
@@ -313,16 +313,7 @@ class PipeServer:
     def _refusal(self, sess: Session, hdr: Header) -> Optional[str]:
         if self.format != "auto" and sess.format != self.format:
             return f"ProtocolError: this model serves format {self.format}, the compiler speaks {sess.format}"
-        have = {s.name: s for s in hdr.features}
-        for req in self.required:
-            name = req if isinstance(req, str) else req.name
-            got = have.get(name)
-            if got is None:
-                return f"SpecMismatch: the model requires feature {name!r}, which the compiler does not send"
-            if isinstance(req, TensorSpec) and (got.dtype != req.dtype or got.shape != req.shape):
-                return (f"SpecMismatch: feature {name!r} is {got.dtype} {list(got.shape)}, "
-                        f"the model requires {req.dtype} {list(req.shape)}")
-        return None
+        return required_features_problem(hdr.features, self.required)
 
     def _start(self, sess: Session) -> Tuple[Any, Any]:
         """Pick the session's format and decoder from its first bytes."""
