@@ -214,19 +214,16 @@ def _score(module: Module, policy: Policy, work: str, toolchain: Toolchain, opti
             cached = cache.get(key)
         except (OSError, CorpusError):
             key = None   # the compile reports what is wrong with the module
-    if policy.kind == "oz":
+    def baseline(opts: CompileOptions) -> CompileResult:
         if cached is not None:
-            r = CompileResult(module.name, ok=True, text_bytes=cached, command="(cached)")
-            return ModuleScore(module.name, r, r, baseline_cached=True)
-        r = compile_module(module, OZ, work, toolchain, options, tag="oz")
+            return CompileResult(module.name, ok=True, text_bytes=cached, command="(cached)")
+        r = compile_module(module, OZ, work, toolchain, opts, tag="oz")
         if r.ok and key is not None:
             cache.put(key, int(r.text_bytes))  # type: ignore[union-attr, arg-type]
-        return ModuleScore(module.name, r, r)
+        return r
+
+    if policy.kind == "oz":   # one compile is both the policy's and the baseline
+        base = baseline(options)
+        return ModuleScore(module.name, base, base, baseline_cached=cached is not None)
     pol = compile_module(module, policy, work, toolchain, options, tag="policy")
-    if cached is not None:
-        base = CompileResult(module.name, ok=True, text_bytes=cached, command="(cached)")
-        return ModuleScore(module.name, base, pol, baseline_cached=True)
-    base = compile_module(module, OZ, work, toolchain, base_opts, tag="oz")
-    if base.ok and key is not None:
-        cache.put(key, int(base.text_bytes))  # type: ignore[union-attr, arg-type]
-    return ModuleScore(module.name, base, pol)
+    return ModuleScore(module.name, baseline(base_opts), pol, baseline_cached=cached is not None)
