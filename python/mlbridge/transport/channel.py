@@ -340,6 +340,18 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_watchdogs)
 
 
+def _close_fds(obj: Any, *attrs: str) -> None:
+    """Close the descriptors held in ``obj``'s attributes and mark them closed (-1)."""
+    for attr in attrs:
+        fd = getattr(obj, attr)
+        if fd >= 0:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+            setattr(obj, attr, -1)
+
+
 class ServerChannel:
     """The model's end: creates the folder and FIFOs, holds them open between sessions.
 
@@ -589,14 +601,7 @@ class ServerChannel:
             self._watchdog.stop()
             self._watchdog = None
         self._close_blocking()
-        for attr in ("in_fd", "out_fd"):
-            fd = getattr(self, attr)
-            if fd >= 0:
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
-                setattr(self, attr, -1)
+        _close_fds(self, "in_fd", "out_fd")
         for path in self._created:
             try:
                 os.unlink(path)
@@ -691,11 +696,4 @@ class ClientChannel:
         return self.buf.avail + pending_bytes(self.in_fd)
 
     def close(self) -> None:
-        for attr in ("out_fd", "in_fd"):
-            fd = getattr(self, attr)
-            if fd >= 0:
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
-                setattr(self, attr, -1)
+        _close_fds(self, "out_fd", "in_fd")
