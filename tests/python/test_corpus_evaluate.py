@@ -20,7 +20,7 @@ import mini_corpus  # noqa: E402
 
 from mlbridge.corpus import layout  # noqa: E402
 from mlbridge.corpus.compile import CompileOptions, Policy, Toolchain, cc1_args, compile_module  # noqa: E402
-from mlbridge.corpus.elf import ElfError, text_size, text_size_of  # noqa: E402
+from mlbridge.corpus.elf import ElfError, function_sizes, text_size, text_size_of  # noqa: E402
 from mlbridge.corpus.evaluate import BaselineCache, evaluate  # noqa: E402
 
 needs_llvm = pytest.mark.skipif(not mini_corpus.have_tools(), reason="clang-19 / llvm-objcopy-19 not installed")
@@ -93,6 +93,42 @@ def test_elf_agrees_with_readelf(tmp_path):
         if len(parts) > 5 and (parts[1] == ".text" or parts[1].startswith(".text.")):
             expect += int(parts[5], 16)
     assert expect > 0 and text_size(obj) == expect
+
+
+@needs_llvm
+def test_function_sizes_agree_with_llvm_nm(tmp_path):
+    obj = str(tmp_path / "x.o")
+    subprocess.run([mini_corpus.llvm_tool("clang"), "-Oz", "-c", mini_corpus.C_FILES[0], "-o", obj],
+                   check=True, timeout=120)
+    out = subprocess.run([mini_corpus.llvm_tool("llvm-nm") or "llvm-nm-19", "-S", "--defined-only", obj],
+                         capture_output=True, text=True, check=True, timeout=60).stdout
+    expect = {parts[3]: int(parts[1], 16) for parts in (ln.split() for ln in out.splitlines())
+              if len(parts) == 4 and parts[2] in "tT"}
+    assert expect and function_sizes(obj) == expect
+    assert sum(expect.values()) <= text_size(obj)
+
+
+def test_function_sizes_malformed_symbol_table_is_an_error(tmp_path):
+    # A symbol table linked to a section index that does not exist.
+    data = bytearray(_elf64([(".text", 10), (".symtab", 48)]))
+    shoff = struct.unpack_from("<Q", data, 0x28)[0]
+    symtab = shoff + 2 * 64          # section 0 is null, then .text, then .symtab
+    struct.pack_into("<I", data, symtab + 4, 2)          # sh_type = SHT_SYMTAB
+    struct.pack_into("<I", data, symtab + 40, 99)        # sh_link = 99
+    (tmp_path / "bad.o").write_bytes(bytes(data))
+    with pytest.raises(ElfError, match="linked to section 99"):
+        function_sizes(str(tmp_path / "bad.o"))
+
+
+def test_where_summarizes_function_changes():
+    from mlbridge.corpus.where import FunctionChange, summarize
+    changes = [FunctionChange("a.o", "f", 100, 0), FunctionChange("a.o", "g", 0, 40),
+               FunctionChange("b.o", "h", 50, 70), FunctionChange("b.o", "k", 30, 10)]
+    w = summarize(changes, top=1)
+    assert w["kinds"] == {"removed": {"functions": 1, "bytes": -100}, "added": {"functions": 1, "bytes": 40},
+                          "shrunk": {"functions": 1, "bytes": -20}, "grown": {"functions": 1, "bytes": 20}}
+    assert w["delta"] == -60 and w["changed_functions"] == 4
+    assert [r["function"] for r in w["saved_most"]] == ["f"] and [r["function"] for r in w["grew_most"]] == ["g"]
 
 
 # -- the recorded command ------------------------------------------------------------

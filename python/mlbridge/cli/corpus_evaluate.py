@@ -47,6 +47,10 @@ def add_parser(corpus_sub: argparse._SubParsersAction) -> argparse.ArgumentParse
                    help="also write each module's training log (LLVM's format, docs/training-logs.md) to "
                         "DIR/NAME.log, its reward set from the measured sizes; with --policy oz the stock "
                         "heuristic's decisions are logged (imitation data)")
+    p.add_argument("--where", type=int, nargs="?", const=10, default=None, metavar="N",
+                   help="where the bytes went: compare each module's two objects function by function "
+                        "(functions inlined away, kept out of line, grown, shrunk) and show the N largest "
+                        "changes each way (default 10); compiles the -Oz baseline instead of using the cache")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     p.set_defaults(run=run)
     return p
@@ -89,6 +93,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("-j must be at least 1")
     if args.timeout <= 0:
         raise UsageError("--timeout must be positive")
+    if args.where is not None and args.where < 0:
+        raise UsageError("--where N: N must be 0 or more")
     for flag, path, ext in (("--csv", args.csv, None), ("--plot", args.plot, ".png")):
         if path is None:
             continue
@@ -119,13 +125,15 @@ def run(args: argparse.Namespace) -> int:
             bar.update(1, postfix=os.path.basename(score.module))
 
         ev = evaluate(corpus, policy, toolchain, jobs=args.jobs, options=_options(args, corpus, policy, toolchain),
-                      cache=cache, on_done=done)
+                      cache=cache, on_done=done, where=args.where is not None)
     if args.log:
         logged = _reward_logs(args, corpus, ev)
         if not args.quiet:
             print(f"training logs: {logged} of {len(corpus.modules)} modules in {args.log}", file=sys.stderr)
 
     data = ev.as_dict()
+    if args.where is not None:
+        data["where"] = where_summary(ev, args.where)
     if args.csv:
         write_csv(args.csv, data)
     if args.plot:
@@ -135,6 +143,8 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
     else:
         print_table(data, rows=args.rows)
+        if "where" in data:
+            print_where(data["where"])
     report_failures(data)
     return 1 if data["total"]["failed"] else 0
 
@@ -198,6 +208,41 @@ def print_table(data: Dict[str, Any], rows: int = 30, stream: Any = None) -> Non
     for r in body:
         print(line(r), file=stream)
     print(line(total), file=stream)
+
+
+def where_summary(ev: Any, top: int) -> Dict[str, Any]:
+    """evaluate(where=True)'s function changes, summed up, C++ names demangled."""
+    from ..corpus.where import demangle, summarize
+    changes = [c for s in ev.scores for c in (s.functions or [])]
+    summary = summarize(changes, top=top)
+    summary["modules_compared"] = sum(1 for s in ev.scores if s.functions is not None)
+    rows = summary["saved_most"] + summary["grew_most"]
+    for r, name in zip(rows, demangle([r["function"] for r in rows])):
+        r["function"] = name
+    return summary
+
+
+_KIND_TEXT = {"removed": "inlined into every caller or dead (only at -Oz)",
+              "added": "kept out of line (only under the policy)",
+              "shrunk": "smaller under the policy", "grown": "larger under the policy"}
+
+
+def print_where(w: Dict[str, Any], stream: Any = None) -> None:
+    stream = stream or sys.stdout
+    print(f"\nwhere the bytes went: {w['changed_functions']:,} functions changed in "
+          f"{w['modules_compared']} modules, {w['delta']:+,} bytes", file=stream)
+    for kind, text in _KIND_TEXT.items():
+        k = w["kinds"][kind]
+        print(f"  {k['functions']:>6,} functions {text}: {k['bytes']:+,} bytes", file=stream)
+    for title, rows in (("saved most", w["saved_most"]), ("grew most", w["grew_most"])):
+        if not rows:
+            continue
+        print(f"  {title}:", file=stream)
+        width = max(len(f"{r['delta']:+,}") for r in rows)
+        for r in rows:
+            name = r["function"] if len(r["function"]) <= 70 else r["function"][:67] + "..."
+            print(f"    {r['delta']:>+{width},}  {r['oz']:>7,} -> {r['policy']:<7,}  {name}  "
+                  f"({os.path.basename(r['module'])})", file=stream)
 
 
 def _num(v: Optional[int]) -> str:

@@ -205,6 +205,8 @@ class CompileResult:
     decisions: Optional[int] = None
     timed_out: bool = False
     stderr: str = ""
+    #: the object file, when CompileOptions.keep_objects kept it
+    object_path: Optional[str] = None
 
     def as_dict(self) -> Dict[str, Any]:
         return {k: getattr(self, k) for k in ("module", "ok", "text_bytes", "seconds", "command", "error",
@@ -301,6 +303,8 @@ def compile_module(module: Module, policy: Policy, out_dir: str, toolchain: Tool
             res.error = f"cannot measure the object: {exc}"
             return res
         res.ok = True
+        if options.keep_objects:
+            res.object_path = out
         return res
     except OSError as exc:
         res.error = f"cannot run {cmd[0]}: {exc}"

@@ -137,3 +137,56 @@ def text_size_of(data: bytes, what: str = "object") -> int:
         return _text_size(io.BytesIO(data), len(data))
     except ElfError as exc:
         raise ElfError(f"{what}: {exc}") from None
+
+
+STT_FUNC = 2
+SHT_SYMTAB = 2
+#: a symbol table larger than this is not an object we want to parse
+MAX_SYMTAB = 256 << 20
+
+
+def function_sizes(path: str) -> Dict[str, int]:
+    """Code bytes per function of an object: every ``STT_FUNC`` symbol defined in a
+    ``.text``/``.text.*`` section, by name. Aliases (one address, several names, as
+    C++ constructors have) count once, under the first name; same-named local
+    functions add up. What "where the bytes went" compares between two compiles."""
+    with open(path, "rb") as f:
+        file_size = os.fstat(f.fileno()).st_size
+        try:
+            return _function_sizes(f, file_size)
+        except (ElfError, struct.error) as exc:
+            raise ElfError(f"{path}: {exc}") from None
+
+
+def _function_sizes(f: BinaryIO, file_size: int) -> Dict[str, int]:
+    sections = list(_sections(f, file_size))
+    f.seek(4)
+    is64, little = f.read(1) == b"\x02", f.read(1) == b"\x01"
+    end = "<" if little else ">"
+    text = {i for i, (name, _) in enumerate(sections) if name == b".text" or name.startswith(b".text.")}
+    out: Dict[str, int] = {}
+    seen = set()
+    for _, h in sections:
+        if h[1] != SHT_SYMTAB:
+            continue
+        if h[5] > MAX_SYMTAB or h[6] >= len(sections):
+            raise ElfError(f"symbol table of {h[5]} bytes linked to section {h[6]} (limit {MAX_SYMTAB})")
+        strtab_hdr = sections[h[6]][1]
+        if strtab_hdr[5] > MAX_SYMTAB:
+            raise ElfError(f"symbol name table of {strtab_hdr[5]} bytes (limit {MAX_SYMTAB})")
+        syms = _read_at(f, h[4], h[5], file_size, "symbol table")
+        names = _read_at(f, strtab_hdr[4], strtab_hdr[5], file_size, "symbol name table")
+        # Elf64_Sym: name, info, other, shndx, value, size; Elf32_Sym: name, value, size, info, other, shndx
+        fmt, size = (end + "IBBHQQ", 24) if is64 else (end + "IIIBBH", 16)
+        for off in range(0, len(syms) - size + 1, size):
+            if is64:
+                name_off, info, _, shndx, value, sym_size = struct.unpack_from(fmt, syms, off)
+            else:
+                name_off, value, sym_size, info, _, shndx = struct.unpack_from(fmt, syms, off)
+            if info & 0xF != STT_FUNC or shndx not in text or name_off >= len(names) or (shndx, value) in seen:
+                continue
+            seen.add((shndx, value))
+            stop = names.find(b"\0", name_off)
+            name = names[name_off:stop if stop >= 0 else len(names)].decode("utf-8", "replace")
+            out[name] = out.get(name, 0) + sym_size
+    return out

@@ -18,7 +18,9 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional
 
 from .compile import CompileOptions, CompileResult, Policy, Toolchain, cc1_args, compile_module
+from .elf import ElfError
 from .layout import Corpus, CorpusError, Module
+from .where import FunctionChange, compare_functions
 
 OZ = Policy("oz", "oz")
 _CACHE_FORMAT = "1"   # bump when what a cached size means changes
@@ -83,6 +85,8 @@ class ModuleScore:
     baseline: CompileResult
     policy: CompileResult
     baseline_cached: bool = False
+    #: per-function changes (where.py), when evaluate(where=True)
+    functions: Optional[List["FunctionChange"]] = None
 
     @property
     def ok(self) -> bool:
@@ -154,20 +158,25 @@ def _pct(delta: Optional[int], base: Optional[int]) -> Optional[float]:
 
 def evaluate(corpus: Corpus, policy: Policy, toolchain: Toolchain, *, jobs: Optional[int] = None,
              options: Optional[CompileOptions] = None, cache: Optional[BaselineCache] = None,
-             on_done: Optional[Callable[[ModuleScore], None]] = None) -> Evaluation:
+             on_done: Optional[Callable[[ModuleScore], None]] = None, where: bool = False) -> Evaluation:
     """Compiles every module under `policy` and -Oz with `jobs` parallel compiles
     (default: all cores). `options.extra_args`/`extra_env` apply to the policy's
     compiles only (the baseline is plain -Oz). `on_done` is called, in the
-    calling thread, as each module finishes (progress)."""
+    calling thread, as each module finishes (progress). `where`: also compare the
+    two objects function by function (ModuleScore.functions); the baseline is then
+    compiled, not taken from the cache, since its object is needed."""
     jobs = max(1, jobs or os.cpu_count() or 1)
     options = options or CompileOptions(thinlto=corpus.has_thinlto)
+    if where:
+        options = dataclasses.replace(options, keep_objects=True)
+        cache = None
     base_opts = dataclasses.replace(options, extra_args=None, extra_env=None)
     result = Evaluation(corpus.root, policy.spec, toolchain.version, jobs)
     start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="mlbridge-eval-") as work, \
             cf.ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="mlbridge-eval") as pool:
         def one(module: Module) -> ModuleScore:
-            return _score(module, policy, work, toolchain, options, base_opts, cache)
+            return _score(module, policy, work, toolchain, options, base_opts, cache, where)
 
         # Largest bitcode first: the longest compiles do not end up alone at the end.
         futures = [pool.submit(one, m) for m in sorted(corpus.modules, key=_bc_size, reverse=True)]
@@ -197,6 +206,8 @@ def oz_sizes(corpus: Corpus, toolchain: Toolchain, *, jobs: Optional[int] = None
     ev = evaluate(corpus, OZ, toolchain, jobs=jobs, cache=cache or BaselineCache(default_cache_dir()),
                   on_done=on_done)
     return {s.module: int(s.baseline.text_bytes) for s in ev.scores if s.ok and s.baseline.text_bytes}
+
+
 def _bc_size(module: Module) -> int:
     try:
         return os.path.getsize(module.bc)
@@ -205,7 +216,7 @@ def _bc_size(module: Module) -> int:
 
 
 def _score(module: Module, policy: Policy, work: str, toolchain: Toolchain, options: CompileOptions,
-           base_opts: CompileOptions, cache: Optional[BaselineCache]) -> ModuleScore:
+           base_opts: CompileOptions, cache: Optional[BaselineCache], where: bool = False) -> ModuleScore:
     key = None
     cached: Optional[int] = None
     if cache is not None:
@@ -224,6 +235,20 @@ def _score(module: Module, policy: Policy, work: str, toolchain: Toolchain, opti
 
     if policy.kind == "oz":   # one compile is both the policy's and the baseline
         base = baseline(options)
-        return ModuleScore(module.name, base, base, baseline_cached=cached is not None)
-    pol = compile_module(module, policy, work, toolchain, options, tag="policy")
-    return ModuleScore(module.name, baseline(base_opts), pol, baseline_cached=cached is not None)
+        score = ModuleScore(module.name, base, base, baseline_cached=cached is not None)
+    else:
+        pol = compile_module(module, policy, work, toolchain, options, tag="policy")
+        score = ModuleScore(module.name, baseline(base_opts), pol, baseline_cached=cached is not None)
+    kept = {r.object_path for r in (score.baseline, score.policy) if r.object_path}
+    if where and score.ok and score.baseline.object_path and score.policy.object_path:
+        try:
+            score.functions = compare_functions(module.name, score.baseline.object_path, score.policy.object_path)
+        except (ElfError, OSError):
+            score.functions = None   # the sizes stand; only the breakdown is missing
+    if where:   # the objects were kept for the comparison only
+        for path in kept:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+    return score

@@ -153,3 +153,17 @@ def test_log_writes_one_rewarded_training_log_per_module(cli, corpus, tmp_path, 
         default = np.concatenate([t.features["inlining_default"].ravel() for t in log.trajectories])
         if policy == "oz":
             assert np.array_equal(decided, default)     # the stock heuristic decided, and was logged
+
+
+def test_where_the_bytes_went_with_a_never_inline_policy(cli, corpus):
+    # Never inlining keeps out of line what -Oz inlined into every caller.
+    p = cli(corpus, "--policy", model("never.onnx"), "--where", "3")
+    assert p.returncode == 0, p.stderr
+    data = json.loads(p.stdout)
+    w = data["where"]
+    assert w["modules_compared"] == len(data["modules"])
+    assert w["kinds"]["added"]["functions"] > 0 and w["kinds"]["added"]["bytes"] > 0
+    assert w["kinds"]["removed"]["functions"] == 0
+    assert 0 < len(w["grew_most"]) <= 3 and all(r["delta"] > 0 for r in w["grew_most"])
+    # Function bytes explain the .text change up to alignment padding.
+    assert abs(w["delta"] - data["total"]["delta"]) <= 16 * len(data["modules"]) + abs(data["total"]["delta"]) // 4
