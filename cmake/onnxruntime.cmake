@@ -149,6 +149,13 @@ if(MLBRIDGE_BUILD_TESTS AND GTest_FOUND)
   include(GoogleTest)
   gtest_discover_tests(mlbridge_ort_tests TEST_PREFIX "ort." DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 300)
 
+  # tests/policy (configured before this file): the shipped policy in ONNX Runtime too.
+  if(TARGET mlbridge_shipped_policy_tests)
+    target_compile_definitions(mlbridge_shipped_policy_tests PRIVATE MLBRIDGE_TEST_HAVE_ONNXRUNTIME=1)
+    target_link_libraries(mlbridge_shipped_policy_tests PRIVATE mlbridge_onnxruntime)
+    set_target_properties(mlbridge_shipped_policy_tests PROPERTIES BUILD_RPATH "${_mlb_ort_libdir}")
+  endif()
+
   # The public header, built the way LLVM and GCC plugins are.
   add_executable(mlbridge_ort_header_check ${PROJECT_SOURCE_DIR}/tests/ort/header_check.cc)
   target_compile_options(mlbridge_ort_header_check PRIVATE -fno-exceptions -fno-rtti ${MLBRIDGE_WARNINGS})
