@@ -1,24 +1,31 @@
 #!/usr/bin/env bash
-# The main job: a toy C++ compiler (toyc) asks a Python model, over named
-# pipes, how much to unroll each loop, in each of the three wire formats;
-# then stock clang-19 does the same through the mlbridge pass plugin: its ML
-# inliner trains against a Python model and ships the result in-process.
+# The main job: what users come for. Builds the corpus of one real project
+# (default lz4 from PyPI, pinned by sha256; any recipe of `mlbridge corpus list`
+# works), then scores the shipped inlining-for-size policy
+# (policies/inline_size/policy.onnx, run in-process in clang-19 through the
+# mlbridge plugin) against clang-19 -Oz on it: a table per module, a PNG, and
+# where the bytes went, function by function. The toy demos: examples/demo/toy.sh.
+#   bash scripts/demo.sh [PROJECT]      (output in out/demo/)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+project=${1:-lz4}
 "$root/scripts/setup.sh"
-"$root/scripts/build.sh" "$root/build" >/dev/null
+out=$root/out/demo
+mkdir -p "$out"
+echo "== 0. build the mlbridge LLVM plugin (libMLBridgeLLVM.so; log: $out/build.log)"
+MLBRIDGE_BUILD_TARGETS=MLBridgeLLVM "$root/scripts/build.sh" "$root/build" >"$out/build.log" 2>&1 \
+  || { tail -30 "$out/build.log"; exit 1; }
 export PYTHONPATH="$root/python${PYTHONPATH:+:$PYTHONPATH}"
-for fmt in bitstream json protobuf; do
-  echo "== toyc asks the unroll model over named pipes, format: $fmt"
-  python3 "$root/examples/demo/unroll_model.py" "$root/build/examples/toyc" "$root/examples/demo/kernels.toy" --format "$fmt"
-  echo
-done
-echo "== no model at all: toyc reports it within its 2 s connect timeout and compiles with its default"
-chan=$(mktemp -d)
-"$root/build/examples/toyc" "$root/examples/demo/kernels.toy" --channel "$chan/nobody" | sed -n '1p;$p'
-rmdir "$chan"
-if [ -f "$root/build/libMLBridgeLLVM.so" ]; then
-  echo
-  echo "== stock clang-19 + the mlbridge plugin: train an inlining-for-size policy over pipes, deploy it in-process (ONNX)"
-  python3 "$root/examples/llvm_plugin/train.py" --plugin "$root/build/libMLBridgeLLVM.so"
-fi
+mlbridge() { python3 -m mlbridge "$@"; }
+
+echo "== 1. the corpus of $project: its modules' bitcode and recorded clang-19 -Oz commands (cached)"
+corpus=$(mlbridge corpus build "$project" | tail -1)
+mlbridge corpus info "$corpus" | sed -n 1,12p
+
+echo
+echo "== 2. the shipped policy vs clang-19 -Oz on $project: .text bytes per module, and where the bytes went"
+mlbridge corpus evaluate "$corpus" --policy "$root/policies/inline_size/policy.onnx" \
+  --plugin "$root/build/libMLBridgeLLVM.so" --where 8 --plot "$out/$project.png" --csv "$out/$project.csv"
+echo
+echo "plot: $out/$project.png   per module: $out/$project.csv"
+echo "the policy, its training and its numbers: policies/inline_size/README.md, docs/training.md"
