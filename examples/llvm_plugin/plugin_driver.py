@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import os
 import shutil
-import struct
 import subprocess
+import sys
 from typing import Dict, List, Optional, Sequence
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+from mlbridge.corpus.elf import text_size  # noqa: E402,F401  (train.py and the tests measure with it)
 
 
 def tool(name: str, tools_dir: Optional[str] = None) -> str:
@@ -20,24 +23,6 @@ def tool(name: str, tools_dir: Optional[str] = None) -> str:
     if not found:
         raise FileNotFoundError(f"{name}-19 not found (set MLBRIDGE_LLVM_TOOLS_DIR)")
     return found
-
-
-def text_size(obj_path: str) -> int:
-    """Bytes of executable code in an ELF64 little-endian object: the sum of
-    the SHF_EXECINSTR sections (.text, .text.*), as `size` reports as text
-    minus read-only data."""
-    with open(obj_path, "rb") as f:
-        data = f.read()
-    if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
-        raise ValueError(f"{obj_path}: not an ELF64 little-endian object")
-    shoff, = struct.unpack_from("<Q", data, 0x28)
-    shentsize, shnum = struct.unpack_from("<HH", data, 0x3A)
-    total = 0
-    for i in range(shnum):
-        _name, sh_type, flags, _addr, _off, size = struct.unpack_from("<IIQQQQ", data, shoff + i * shentsize)
-        if sh_type == 1 and flags & 0x4:   # SHT_PROGBITS, SHF_EXECINSTR
-            total += size
-    return total
 
 
 def plugin_args(plugin: str, runner: Optional[str] = None, **options: object) -> List[str]:
