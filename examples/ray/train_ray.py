@@ -42,12 +42,11 @@ PYDIR = str(ROOT / "python")
 if PYDIR not in sys.path:
     sys.path.insert(0, PYDIR)   # run from a checkout without installing
 
+from mlbridge.train.compiles import ray_runtime_env  # noqa: E402
 
-def runtime_env() -> Dict[str, Any]:
-    """Ship the mlbridge package to every Ray worker process (also on other
-    machines: Ray uploads it); this module travels by value with its actors."""
-    import mlbridge
-    return {"py_modules": [os.path.dirname(mlbridge.__file__)]}
+# Ships the mlbridge package to every Ray worker process (also on other
+# machines: Ray uploads it); this module travels by value with its actors.
+runtime_env = ray_runtime_env
 
 
 if __name__ != "__main__":

@@ -39,6 +39,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--lr", type=float, default=0.02, help="es: Adam step size")
     r.add_argument("--eval-every", type=int, default=10, help="steps between greedy checks on all training modules")
     r.add_argument("-j", "--jobs", type=int, default=0, help="parallel compiles (default: all cores)")
+    r.add_argument("--ray", metavar="ADDRESS", default=None,
+                   help="run the training compiles as Ray tasks on the cluster at ADDRESS (`auto`, "
+                        "`ray://host:10001`, or `local` for Ray on this machine); corpora, clang and the plugin "
+                        "must be at the same paths on every node. ES only")
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--timeout", type=float, default=120.0, help="per compile, seconds")
     r.add_argument("--clang", default=None)
@@ -89,6 +93,8 @@ def run_train(args: argparse.Namespace) -> int:
     from ..train.policy import MLPPolicy
     from ..train.size_trainer import SizeTrainer, TrainConfig, corpus_modules
 
+    if args.ray and args.algo != "es":
+        raise UsageError("--ray runs ES's compiles; PPO's sampling policy answers in this process")
     corpora = _load_corpora(args.corpora)
     try:
         tc = Toolchain.find(args.clang, args.plugin, need_plugin=True)
@@ -132,7 +138,16 @@ def run_train(args: argparse.Namespace) -> int:
     def progress(rec: Any) -> None:
         bar.update(1, postfix=f"reward {100 * rec.reward:+.2f}% {rec.compiles_per_s:.1f} compiles/s")
 
-    trainer = SizeTrainer(args.out, modules, baseline, tc, cfg, init, progress=progress)
+    compiles = None
+    if args.ray:
+        try:
+            from ..train.compiles import RayCompiles
+            compiles = RayCompiles(args.ray, num_cpus=args.jobs or None)
+        except ImportError:
+            raise UsageError("--ray needs Ray (pip install 'ray[default]')") from None
+        except Exception as exc:   # ray.init's errors: no cluster at the address, ...
+            raise UsageError(f"--ray {args.ray}: {type(exc).__name__}: {exc}") from None
+    trainer = SizeTrainer(args.out, modules, baseline, tc, cfg, init, progress=progress, compiles=compiles)
     bar.n = trainer.step
     try:
         summary = trainer.run()

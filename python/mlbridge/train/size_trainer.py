@@ -24,14 +24,14 @@ import os
 import shutil
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..corpus.compile import CompileOptions, CompileResult, Policy, Toolchain, compile_module
+from ..corpus.compile import CompileOptions, CompileResult, Policy, Toolchain
 from ..corpus.layout import Corpus, Module
+from .compiles import LocalCompiles
 from .es import ES
 from .policy import MLPPolicy
 from .ppo import PPO, SamplingPolicy, Trajectory
@@ -115,7 +115,9 @@ class SizeTrainer:
 
     def __init__(self, out_dir: str, modules: Sequence[Module], baseline: Dict[str, int], toolchain: Toolchain,
                  config: TrainConfig, init: Optional[MLPPolicy] = None,
-                 progress: Optional[Callable[[StepRecord], None]] = None) -> None:
+                 progress: Optional[Callable[[StepRecord], None]] = None,
+                 compiles: Optional[Any] = None) -> None:
+        """`compiles`: where compiles run (train/compiles.py); default: `config.jobs` local threads."""
         self.out, self.toolchain, self.cfg = out_dir, toolchain, config
         self.modules = [m for m in modules if baseline.get(m.name, 0) > 0]
         if not self.modules:
@@ -123,6 +125,7 @@ class SizeTrainer:
         self.baseline = baseline
         self.progress = progress
         self.jobs = config.jobs or os.cpu_count() or 1
+        self.compiles = compiles if compiles is not None else LocalCompiles(self.jobs)
         os.makedirs(out_dir, exist_ok=True)
         self._work: Optional[str] = None
         self.tb = ScalarLog(os.path.join(out_dir, "tb"))
@@ -183,10 +186,7 @@ class SizeTrainer:
 
     # ---- compiling ----------------------------------------------------------------------
     def _compile(self, jobs: List[Tuple[Module, Policy, str]]) -> List[CompileResult]:
-        opts = CompileOptions(timeout=self.cfg.timeout)
-        with ThreadPoolExecutor(self.jobs) as pool:
-            res = list(pool.map(lambda j: compile_module(j[0], j[1], self.work, self.toolchain, opts, tag=j[2]),
-                                jobs))
+        res = self.compiles.run(jobs, self.work, self.toolchain, CompileOptions(timeout=self.cfg.timeout))
         self.total_compiles += len(res)
         return res
 

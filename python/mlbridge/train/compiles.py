@@ -1,0 +1,101 @@
+"""Where a training step's compiles run: threads on this machine, or Ray tasks
+on a cluster (``mlbridge train run --ray ADDRESS``).
+
+Both take the same jobs, ``(module, policy, tag)``, and return one
+CompileResult per job, in order. On Ray, each task compiles with the corpus
+module's own command exactly as a local compile does (corpus/compile.py), so
+every node needs the corpora, clang and the plugin at the same paths (a shared
+file system, or the same image), as ml-compiler-opt's workers do. An ONNX
+policy travels with its tasks (its bytes, put in Ray's object store once per
+step); a Python policy (PPO's sampling policy) answers in this process, so it
+cannot run on Ray.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from ..corpus.compile import CompileOptions, CompileResult, Policy, Toolchain, compile_module
+from ..corpus.layout import Module
+
+Job = Tuple[Module, Policy, str]
+
+
+class LocalCompiles:
+    """`jobs` compiles at a time in this process's threads."""
+
+    def __init__(self, jobs: int) -> None:
+        self.jobs = max(1, jobs)
+
+    def run(self, jobs: Sequence[Job], work: str, toolchain: Toolchain, options: CompileOptions) -> List[CompileResult]:
+        with ThreadPoolExecutor(self.jobs) as pool:
+            return list(pool.map(lambda j: compile_module(j[0], j[1], work, toolchain, options, tag=j[2]), jobs))
+
+    def close(self) -> None:
+        pass
+
+
+def _compile_task(module: Module, spec: str, model: Optional[bytes], toolchain: Toolchain,
+                  options: CompileOptions, tag: str) -> CompileResult:
+    """One compile on a Ray worker: the model's bytes become a file in a private folder;
+    the compiler gets the worker's environment, not the driver's."""
+    options = dataclasses.replace(options, environ={k: v for k, v in os.environ.items()
+                                                    if not k.startswith("MLBRIDGE_INLINE_")})
+    with tempfile.TemporaryDirectory(prefix="mlbridge-task-") as work:
+        if model is None:
+            policy = Policy("oz", spec)
+        else:
+            path = os.path.join(work, "policy.onnx")
+            with open(path, "wb") as f:
+                f.write(model)
+            policy = Policy("onnx", spec, model=path)
+        res = compile_module(module, policy, work, toolchain, options, tag=tag)
+        res.stderr = res.stderr[-4000:]   # the tail says why; the whole log need not cross the network
+        return res
+
+
+def ray_runtime_env() -> Dict[str, Any]:
+    """Ships the mlbridge package to every Ray worker process (Ray uploads it to
+    other machines too), so tasks and actors import the driver's mlbridge."""
+    import mlbridge
+    return {"py_modules": [os.path.dirname(mlbridge.__file__)]}
+
+
+class RayCompiles:
+    """Compiles as Ray tasks (one CPU each) on the cluster at `address` ("local":
+    a Ray instance on this machine with `num_cpus` CPUs)."""
+
+    def __init__(self, address: str, num_cpus: Optional[int] = None) -> None:
+        import ray
+        self._ray = ray
+        if not ray.is_initialized():
+            kwargs: Dict[str, Any] = {"include_dashboard": False, "log_to_driver": False,
+                                      "runtime_env": ray_runtime_env()}
+            if address == "local":
+                kwargs["num_cpus"] = num_cpus or os.cpu_count() or 1
+            else:
+                kwargs["address"] = address
+            ray.init(**kwargs)
+        self._task = ray.remote(num_cpus=1, max_retries=2)(_compile_task)
+
+    def run(self, jobs: Sequence[Job], work: str, toolchain: Toolchain, options: CompileOptions) -> List[CompileResult]:
+        models: Dict[str, Any] = {}
+        refs = []
+        for module, policy, tag in jobs:
+            if policy.kind == "python":
+                raise ValueError("a Python policy answers in this process: it cannot run on Ray (use --algo es)")
+            model = None
+            if policy.kind == "onnx":
+                assert policy.model is not None
+                if policy.model not in models:
+                    with open(policy.model, "rb") as f:
+                        models[policy.model] = self._ray.put(f.read())
+                model = models[policy.model]
+            refs.append(self._task.remote(module, policy.spec, model, toolchain, options, tag))
+        return list(self._ray.get(refs, timeout=options.timeout * max(1, len(refs)) + 60))
+
+    def close(self) -> None:
+        pass   # the Ray connection belongs to the process; ray.shutdown() at exit
