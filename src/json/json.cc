@@ -171,23 +171,24 @@ bool textToFloat(std::string_view t, T* out) {
   return true;
 }
 
-// Python repr() layout of the shortest round-trip digits of v.
+// Python repr() layout of the shortest round-trip digits of v, written at
+// `o` (room for kMaxFloatText bytes); returns the end.
 template <class T>
-void appendFloatImpl(std::string& out, T v) {
+char* writeFloatImpl(char* o, T v) {
   if (std::isnan(v)) {
-    out.append("\"NaN\"");
-    return;
+    std::memcpy(o, "\"NaN\"", 5);
+    return o + 5;
   }
   if (std::isinf(v)) {
-    out.append(v < 0 ? "\"-Infinity\"" : "\"Infinity\"");
-    return;
+    const char* t = v < 0 ? "\"-Infinity\"" : "\"Infinity\"";
+    size_t n = std::strlen(t);
+    std::memcpy(o, t, n);
+    return o + n;
   }
   char sci[48];
   std::to_chars_result r = std::to_chars(sci, sci + sizeof sci, v, std::chars_format::scientific);
   // sci = [-]d[.ddd]e(+|-)dd[d]
   const char* p = sci;
-  char buf[64];
-  char* o = buf;
   if (*p == '-') *o++ = *p++;
   char digits[24];
   int n = 0;
@@ -237,7 +238,7 @@ void appendFloatImpl(std::string& out, T v) {
     std::memcpy(o, digits, static_cast<size_t>(n));
     o += n;
   }
-  out.append(buf, static_cast<size_t>(o - buf));
+  return o;
 }
 
 }  // namespace
@@ -577,8 +578,17 @@ void appendString(std::string& out, std::string_view s) {
   out += '"';
 }
 
-void appendFloat32(std::string& out, float v) { appendFloatImpl(out, v); }
-void appendFloat64(std::string& out, double v) { appendFloatImpl(out, v); }
+char* writeFloat32(char* out, float v) { return writeFloatImpl(out, v); }
+char* writeFloat64(char* out, double v) { return writeFloatImpl(out, v); }
+
+void appendFloat32(std::string& out, float v) {
+  char buf[kMaxFloatText];
+  out.append(buf, static_cast<size_t>(writeFloatImpl(buf, v) - buf));
+}
+void appendFloat64(std::string& out, double v) {
+  char buf[kMaxFloatText];
+  out.append(buf, static_cast<size_t>(writeFloatImpl(buf, v) - buf));
+}
 
 void appendInt(std::string& out, int64_t v) {
   char buf[24];

@@ -458,6 +458,10 @@ class PipeServer:
         buf = ch.buf
         fill, write = ch.fill, ch.write
         deadline = self._msg_deadline
+        # Ids the current home offset is right for: the next observation's
+        # '{"observation":ID}\n' prefix is 17 bytes plus ID's digits, and its
+        # tensor bytes should land 64-byte aligned (InputBuffer.home).
+        id_lo = id_hi = 0
         while True:
             if fast is not None:
                 if buf.end == buf.start:
@@ -473,6 +477,11 @@ class PipeServer:
                         got = fast(buf.data, buf.start, buf.end)
                 if got is not None:
                     oid, tensors, buf.start = got
+                    nid = oid + 1
+                    if not id_lo <= nid < id_hi:
+                        digits = len(str(nid))
+                        id_lo, id_hi = (10 ** (digits - 1) if digits > 1 else 0), 10 ** digits
+                        buf.home = -(17 + digits) & 63
                     obs = Observation(oid, sess.context, sess, tensors)
                     data = encode(oid, policy(obs))   # a policy error ends the session (bitstream cannot say)
                     del obs, tensors, got   # drop views into the buffer before reading again
