@@ -83,6 +83,16 @@ class RecordLayout:
         rec.setflags(write=False)
         return FeatureView(rec.reshape(()), self, offset)
 
+    def record(self, data: Any, offset: int) -> Any:
+        """The record at ``offset`` as one read-only 0-d numpy record (its
+        fields are the tensors: ``rec["name"]``), or a FeatureView when every
+        tensor is empty."""
+        if self.nbytes == 0:
+            return FeatureView(None, self, offset)
+        rec = np.frombuffer(data, self.dtype, 1, offset)
+        rec.setflags(write=False)
+        return rec.reshape(())
+
     def check_bools(self, data: Any, offset: int, what: str) -> None:
         for off, n, name in self.bools:
             if np.frombuffer(data, np.uint8, n, offset + off).max() > 1:
@@ -163,9 +173,10 @@ class BitstreamModelDecoder(Decoder):
         self._pending = ""    # what an incomplete message is, for truncation errors
 
     def observation(self, data: Any, pos: int, end: int) -> Optional[Tuple[int, "FeatureView", int]]:
-        """The common message in the fewest steps: ``(id, features, next_pos)``
-        when a complete ``{"observation":N}`` line and its record start at
-        ``pos``; None for anything else (then :meth:`decode` says what it is,
+        """The common message in the fewest steps: ``(id, record, next_pos)``
+        (``record``: see RecordLayout.record) when a complete
+        ``{"observation":N}`` line and its record start at ``pos``; None for
+        anything else (then :meth:`decode` says what it is,
         or raises). Same checks as decode(). After None, ``need`` is the
         bytes from ``pos`` an observation still arriving needs (0 if it is
         not one): the caller can read them and ask again."""
@@ -191,7 +202,7 @@ class BitstreamModelDecoder(Decoder):
         if layout.bools:
             layout.check_bools(data, nl + 1, f"observation {oid}")
         self.need = 1
-        return oid, layout.view(data, nl + 1), total
+        return oid, layout.record(data, nl + 1), total
 
     def decode(self, data: Any, pos: int, end: int) -> Optional[Tuple[Any, int]]:
         avail = end - pos

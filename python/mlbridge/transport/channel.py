@@ -443,11 +443,12 @@ class ServerChannel:
         Without a blocking descriptor, poll() waits instead.
         """
         buf = self.buf
-        if deadline.seconds is not None and self._blocking_fd() >= 0:
-            fd = self._blk_fd
-            wd = self._watchdog
-            if wd is None:
-                wd = self._watchdog = _ReadWatchdog(self)
+        fd = -1
+        if deadline.seconds is not None:
+            fd = self._blk_fd if self._blk_for == self.out_fd else self._blocking_fd()
+        if fd >= 0:
+            if self._watchdog is None:
+                self._watchdog = _ReadWatchdog(self)
                 _WATCHED.add(self)
             while buf.end - buf.start < need:
                 self._reading = deadline
