@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import struct
 from collections.abc import Mapping
-from typing import Any, Callable, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -160,6 +160,29 @@ def parse_header(obj: Any) -> Header:
     return Header(feats, adv, score=score)
 
 
+def _header_layouts(obj: Any, max_message: int) -> Tuple[Header, RecordLayout, Optional[RecordLayout]]:
+    hdr = parse_header(obj)
+    score = RecordLayout((hdr.score,), max_message) if hdr.score is not None else None
+    return hdr, RecordLayout(hdr.features, max_message), score
+
+
+# Parsed headers by (line, max_message), so that the runs of one compiler
+# (same header every time) skip spec parsing and layout building. Bounded:
+# header lines up to _HEADER_CACHE_LINE bytes, the last _HEADER_CACHE_SIZE of them.
+_HEADER_CACHE_LINE = 1 << 16
+_HEADER_CACHE_SIZE = 32
+_HEADERS: Dict[Tuple[bytes, int], Tuple[Header, RecordLayout, Optional[RecordLayout]]] = {}
+
+
+def _remember_header(key: Tuple[bytes, int], value: Tuple[Header, RecordLayout, Optional[RecordLayout]]) -> None:
+    _HEADERS[key] = value
+    while len(_HEADERS) > _HEADER_CACHE_SIZE:
+        try:
+            del _HEADERS[next(iter(_HEADERS))]   # the oldest (dicts keep insertion order)
+        except (KeyError, StopIteration, RuntimeError):   # another thread got there first
+            break
+
+
 class BitstreamModelDecoder(Decoder):
     """Reads what a compiler (or an LLVM training log) writes."""
 
@@ -235,6 +258,20 @@ class BitstreamModelDecoder(Decoder):
                 oid = None
             if oid is not None:
                 return self._payload(data, pos, nl, end, oid, layout, False)
+        if line.startswith(b'{"features"') and len(line) <= _HEADER_CACHE_LINE:
+            # A compiler sends the same header in every run: parsed once per process.
+            key = (bytes(line), self.max_message)
+            hit = _HEADERS.get(key)
+            if hit is None:
+                obj = loads(line)
+                if isinstance(obj, dict) and "features" in obj and self.header is None:
+                    hit = _header_layouts(obj, self.max_message)
+                    _remember_header(key, hit)
+            if hit is not None:
+                if self.header is not None:
+                    return Restart("bitstream"), pos   # a new header where a message is expected
+                self.header, self.layout, self.score_layout = hit
+                return self.header, nl + 1
         obj = loads(line)
         if not isinstance(obj, dict):
             raise ProtocolError(f"bitstream: expected a JSON object line, got {bytes(line[:80])!r}")
@@ -242,11 +279,8 @@ class BitstreamModelDecoder(Decoder):
             if self.header is not None:
                 # A new header where a message is expected: a new session.
                 return Restart("bitstream"), pos
-            hdr = parse_header(obj)
-            self.layout = RecordLayout(hdr.features, self.max_message)
-            self.score_layout = RecordLayout((hdr.score,), self.max_message) if hdr.score is not None else None
-            self.header = hdr
-            return hdr, nl + 1
+            self.header, self.layout, self.score_layout = _header_layouts(obj, self.max_message)
+            return self.header, nl + 1
         if self.header is None:
             raise ProtocolError("bitstream: the stream must start with a header line")
         if "context" in obj:
