@@ -1,6 +1,7 @@
 // mlbridge-bench: benchmarks only (tests never time anything).
 //
 //   mlbridge-bench rtt     --runner pipe --format bitstream|json|protobuf [--repeats R] [--pin both|none|same|cross]
+//                          [--values half|random]  (the vector: all 0.5, the default, or normal floats)
 //   mlbridge-bench latency --runner pipe --format ...                     [--iterations N] [--pin ...]
 //   mlbridge-bench rtt|latency --runner shm --format ... [--spin-us US] [--peer-spin-us US]  (shared memory)
 //   mlbridge-bench rtt|latency --runner native|aot|onnxruntime|tfaot [--model mlp] [--threads 1,2]  (bench/inproc_bench.cc)
@@ -28,6 +29,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -55,7 +57,20 @@ struct Options {
   int iterations = 100000;
   int spinUs = ShmOptions().spinUs;  // shm: the compiler side's spin budget
   std::string peerSpinUs = "50";     // shm: the Python model's (bench_model --spin-us)
+  std::string values = "half";       // rtt: the vector's values, all 0.5 or random normal floats
 };
+
+// The rtt input vector. Text formats cost more for random floats (more digits)
+// than for 0.5, so the figure depends on it; binary formats do not care.
+std::vector<float> rttInput(const Options& o) {
+  std::vector<float> x(50000, 0.5f);
+  if (o.values == "random") {
+    std::mt19937 rng(1);
+    std::normal_distribution<float> normal;
+    for (float& v : x) v = normal(rng);
+  }
+  return x;
+}
 
 // CPU seconds (user + system) used so far by this process, or by its reaped children.
 double cpuSeconds(int who) {
@@ -170,7 +185,7 @@ Stats floorRun(const Options& o, int peerCpu) {
   fcntl(out, F_SETPIPE_SZ, 1 << 20);
   fcntl(in, F_SETPIPE_SZ, 1 << 20);
   if (o.mode == "rtt") {
-    std::vector<float> x(50000, 0.5f);
+    std::vector<float> x = rttInput(o);
     for (int64_t n : sizes) {
       std::vector<double> calls;
       for (int r = 0; r < o.repeats + 1; ++r) {
@@ -240,7 +255,7 @@ Stats remoteRun(const Options& o, int peerCpu, Status* error, CpuCost* cpu) {
   std::vector<std::vector<double>> perSize;
   double self0 = 0;
   if (o.mode == "rtt") {
-    std::vector<float> x(50000, 0.5f);
+    std::vector<float> x = rttInput(o);
     for (int64_t n : rttSizes()) {
       auto r = connectRunner(o, ch.base, {TensorSpec::create<float>("x", {n})}, {TensorSpec::create<float>("y", {1})});
       if (self0 == 0) self0 = cpuSeconds(RUSAGE_SELF);  // after the model's start-up
@@ -309,6 +324,7 @@ int usage() {
                "                      [--spin-us US] [--peer-spin-us US]   (shm)\n"
                "       mlbridge-bench rtt|latency --runner native|aot|onnxruntime|tfaot [--model mlp] [--threads 1,2]\n"
                "                      [--repeats R] [--iterations N] [--pin both|none|same|cross] [--python PY]\n"
+               "                      [--values half|random]   (rtt: the vector's values)\n"
                "       mlbridge-bench soak [--minutes N] [--seed S] [--sessions 64] (see bench/soak.cc)\n");
   return 2;
 }
@@ -334,6 +350,7 @@ int main(int argc, char** argv) {
     if (a == "--runner") o.runner = v;
     else if (a == "--format") o.format = v;
     else if (a == "--repeats") o.repeats = std::max(1, std::atoi(v.c_str()));
+    else if (a == "--values") o.values = v;
     else if (a == "--iterations") o.iterations = std::max(1, std::atoi(v.c_str()));
     else if (a == "--pin") o.pin = v;
     else if (a == "--python") o.python = v;
@@ -341,6 +358,7 @@ int main(int argc, char** argv) {
     else if (a == "--peer-spin-us") o.peerSpinUs = v;
     else return usage();
   }
+  if (o.values != "half" && o.values != "random") return usage();
   WireFormat fmt;
   if (o.runner != "pipe" && o.runner != "shm") {
     std::fprintf(stderr, "mlbridge-bench: runner '%s' is not built in this version\n", o.runner.c_str());
@@ -388,6 +406,7 @@ int main(int argc, char** argv) {
   }
   std::string spin;
   if (o.runner == "shm") spin = ",\"spin_us\":" + std::to_string(o.spinUs) + ",\"peer_spin_us\":" + o.peerSpinUs;
+  if (o.mode == "rtt") spin += ",\"values\":\"" + o.values + "\"";
   std::printf("{\"bench\":\"%s\",\"runner\":\"%s\",\"format\":\"%s\"%s,%s}\n", o.mode.c_str(), o.runner.c_str(),
               o.format.c_str(), spin.c_str(), summary.c_str());
   return 0;

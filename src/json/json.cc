@@ -171,36 +171,76 @@ bool textToFloat(std::string_view t, T* out) {
   return true;
 }
 
-// Python repr() layout of the shortest round-trip digits of v.
+// The shortest round-trip digits of a float32 that is exactly a decimal of
+// at most 6 significant digits, m * 10^-k with k <= 6, in [1e-6, 2^24) (0.5,
+// 0.25, 3.0, 1.75...): they are m's digits, without a general shortest-digits
+// search. Why: float32 gives distinct values to all decimals of up to 6
+// significant digits (FLT_DIG), so no shorter decimal rounds to v. The
+// scaling by 10^k is exact in double (24 + 14 bits < 53). False for
+// anything else, which then takes std::to_chars.
+bool shortDecimalDigits(float v, char* digits, int* n, int* e) {
+  static constexpr double kPow10[7] = {1, 10, 100, 1000, 10000, 100000, 1000000};
+  const double a = std::fabs(static_cast<double>(v));
+  if (!(a >= 1e-6 && a < 16777216.0)) return false;
+  // m / 10^k = (m / 5^k) / 2^k is a float only with at most k <= 6 fractional bits.
+  if (a * 64.0 != std::floor(a * 64.0)) return false;
+  for (int k = 0; k <= 6; ++k) {
+    const double s = a * kPow10[k];
+    if (s != std::floor(s)) continue;
+    uint64_t m = static_cast<uint64_t>(s);
+    char rev[24];
+    int len = 0;
+    do {
+      rev[len++] = static_cast<char>('0' + m % 10);
+      m /= 10;
+    } while (m);
+    int zeros = 0;
+    while (zeros < len - 1 && rev[zeros] == '0') ++zeros;
+    if (len - zeros > 6) return false;
+    *n = len - zeros;
+    for (int i = 0; i < *n; ++i) digits[i] = rev[len - 1 - i];
+    *e = len - 1 - k;
+    return true;
+  }
+  return false;
+}
+
+// Python repr() layout of the shortest round-trip digits of v, written at
+// `o` (room for kMaxFloatText bytes); returns the end. `shortcut`: float32
+// exact short decimals skip the general search (shortDecimalDigits).
 template <class T>
-void appendFloatImpl(std::string& out, T v) {
+char* writeFloatImpl(char* o, T v, bool shortcut = true) {
   if (std::isnan(v)) {
-    out.append("\"NaN\"");
-    return;
+    std::memcpy(o, "\"NaN\"", 5);
+    return o + 5;
   }
   if (std::isinf(v)) {
-    out.append(v < 0 ? "\"-Infinity\"" : "\"Infinity\"");
-    return;
+    const char* t = v < 0 ? "\"-Infinity\"" : "\"Infinity\"";
+    size_t n = std::strlen(t);
+    std::memcpy(o, t, n);
+    return o + n;
   }
-  char sci[48];
-  std::to_chars_result r = std::to_chars(sci, sci + sizeof sci, v, std::chars_format::scientific);
-  // sci = [-]d[.ddd]e(+|-)dd[d]
-  const char* p = sci;
-  char buf[64];
-  char* o = buf;
-  if (*p == '-') *o++ = *p++;
   char digits[24];
   int n = 0;
-  while (p < r.ptr && *p != 'e') {
-    if (*p != '.') digits[n++] = *p;
-    ++p;
-  }
-  ++p;  // 'e'
-  bool expNeg = *p == '-';
-  ++p;  // sign
   int e = 0;
-  for (; p < r.ptr; ++p) e = e * 10 + (*p - '0');
-  if (expNeg) e = -e;
+  if (sizeof(T) == 4 && shortcut && shortDecimalDigits(static_cast<float>(v), digits, &n, &e)) {
+    if (v < 0) *o++ = '-';
+  } else {
+    char sci[48];
+    std::to_chars_result r = std::to_chars(sci, sci + sizeof sci, v, std::chars_format::scientific);
+    // sci = [-]d[.ddd]e(+|-)dd[d]
+    const char* p = sci;
+    if (*p == '-') *o++ = *p++;
+    while (p < r.ptr && *p != 'e') {
+      if (*p != '.') digits[n++] = *p;
+      ++p;
+    }
+    ++p;  // 'e'
+    bool expNeg = *p == '-';
+    ++p;  // sign
+    for (; p < r.ptr; ++p) e = e * 10 + (*p - '0');
+    if (expNeg) e = -e;
+  }
 
   if (e >= 16 || e < -4) {
     *o++ = digits[0];
@@ -237,7 +277,7 @@ void appendFloatImpl(std::string& out, T v) {
     std::memcpy(o, digits, static_cast<size_t>(n));
     o += n;
   }
-  out.append(buf, static_cast<size_t>(o - buf));
+  return o;
 }
 
 }  // namespace
@@ -577,8 +617,18 @@ void appendString(std::string& out, std::string_view s) {
   out += '"';
 }
 
-void appendFloat32(std::string& out, float v) { appendFloatImpl(out, v); }
-void appendFloat64(std::string& out, double v) { appendFloatImpl(out, v); }
+char* writeFloat32(char* out, float v) { return writeFloatImpl(out, v); }
+char* writeFloat32General(char* out, float v) { return writeFloatImpl(out, v, false); }
+char* writeFloat64(char* out, double v) { return writeFloatImpl(out, v); }
+
+void appendFloat32(std::string& out, float v) {
+  char buf[kMaxFloatText];
+  out.append(buf, static_cast<size_t>(writeFloatImpl(buf, v) - buf));
+}
+void appendFloat64(std::string& out, double v) {
+  char buf[kMaxFloatText];
+  out.append(buf, static_cast<size_t>(writeFloatImpl(buf, v) - buf));
+}
 
 void appendInt(std::string& out, int64_t v) {
   char buf[24];

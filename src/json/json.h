@@ -63,6 +63,13 @@ void appendString(std::string& out, std::string_view s);
 // repr(); non-finite values as "NaN", "Infinity", "-Infinity" (with quotes).
 void appendFloat32(std::string& out, float v);
 void appendFloat64(std::string& out, double v);
+// The same text written at `out`, which has room for kMaxFloatText bytes;
+// returns the end (for bulk writers that size their buffer once).
+constexpr size_t kMaxFloatText = 64;
+char* writeFloat32(char* out, float v);
+// writeFloat32 without its shortcut for exact short decimals (tests compare the two).
+char* writeFloat32General(char* out, float v);
+char* writeFloat64(char* out, double v);
 void appendInt(std::string& out, int64_t v);
 void appendUInt(std::string& out, uint64_t v);
 

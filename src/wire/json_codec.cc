@@ -3,6 +3,7 @@
 // straight into the runner's output buffers (no DOM, no heap allocation for
 // numeric outputs) and accepts any valid JSON: any key order, white space,
 // escapes, number forms, unknown keys.
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstring>
@@ -68,14 +69,23 @@ void appendInts(std::string& s, const void* data, size_t n) {
   }
 }
 
+// Formats a block of elements into a stack buffer, then appends the block:
+// no capacity check or append per element (the string is reserved by the caller).
 template <class T>
 void appendReals(std::string& s, const void* data, size_t n) {
-  for (size_t k = 0; k < n; ++k) {
-    if (k) s += ',';
-    if (sizeof(T) == 4)
-      json::appendFloat32(s, static_cast<float>(load<T>(data, k)));
-    else
-      json::appendFloat64(s, static_cast<double>(load<T>(data, k)));
+  constexpr size_t kBlock = 128;
+  char buf[kBlock * (json::kMaxFloatText + 1)];
+  for (size_t k0 = 0; k0 < n; k0 += kBlock) {
+    const size_t k1 = std::min(n, k0 + kBlock);
+    char* o = buf;
+    for (size_t k = k0; k < k1; ++k) {
+      if (k) *o++ = ',';
+      if (sizeof(T) == 4)
+        o = json::writeFloat32(o, static_cast<float>(load<T>(data, k)));
+      else
+        o = json::writeFloat64(o, static_cast<double>(load<T>(data, k)));
+    }
+    s.append(buf, static_cast<size_t>(o - buf));
   }
 }
 

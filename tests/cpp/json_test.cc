@@ -470,6 +470,39 @@ TEST(JsonWrite, ThresholdsOfThePositionalLayout) {
   EXPECT_EQ(f32(123.25f), "123.25");
 }
 
+// writeFloat32's shortcut for exact short decimals (m * 10^-k, up to 6
+// significant digits) gives the same text as the general shortest-digits
+// path: every such decimal, both signs, around the shortcut's bounds, and
+// random floats (which mostly miss the shortcut).
+TEST(JsonWrite, Float32ShortDecimalShortcutMatchesTheGeneralPath) {
+  char fast[kMaxFloatText], slow[kMaxFloatText];
+  size_t checked = 0;
+  auto same = [&](float v) {
+    std::string a(fast, writeFloat32(fast, v)), b(slow, writeFloat32General(slow, v));
+    ASSERT_EQ(a, b) << "value " << v;
+    ++checked;
+  };
+  const double pow10[7] = {1, 10, 100, 1000, 10000, 100000, 1000000};
+  for (int k = 0; k <= 6; ++k)
+    for (int m = 0; m < 1000000; m += (m < 20000 ? 1 : 7)) {
+      float v = static_cast<float>(m / pow10[k]);
+      same(v);
+      same(-v);
+    }
+  for (float v : {1e-6f, 9.99999e-7f, 1.0000001e-6f, 16777215.0f, 16777216.0f, 16777218.0f, 1e6f, 999999.0f,
+                  1234567.0f, 0.1f, 0.3f, 1e-5f, 1e-4f, 0.015625f, 0.0078125f, 3.0517578e-05f, 1e15f, 1e16f})
+    same(v);
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<uint32_t> bits;
+  for (int i = 0; i < 2000000; ++i) {
+    uint32_t b = bits(rng);
+    float v;
+    std::memcpy(&v, &b, 4);
+    same(v);
+  }
+  EXPECT_GT(checked, 4000000u);
+}
+
 TEST(JsonWrite, AppendsWithoutTouchingPrefix) {
   std::string s = "[";
   appendFloat32(s, 1.5f);

@@ -261,3 +261,45 @@ def test_json_without_orjson():
     )
     out = subprocess.run([sys.executable, "-c", code], env=child_env(), capture_output=True, timeout=60)
     assert out.stdout.strip() == b"ok", out.stderr.decode()
+
+
+def test_bitstream_header_parsed_once_per_process():
+    """The same header line in a later session reuses the parsed header and
+    layouts; a different header or message limit is parsed on its own, and a
+    header line that is not valid still fails in every session."""
+    from mlbridge.formats import bitstream as bs
+    from mlbridge.formats.bitstream import BitstreamFormat, BitstreamModelDecoder
+
+    fmt = BitstreamFormat()
+    feats = [T(f"cache_probe_{i}", "int64_t", [1]) for i in range(3)]
+    adv = [T("a", "int64_t", [1])]
+    line = fmt.header(feats, adv)
+
+    def first(data, max_message=1 << 20):
+        dec = BitstreamModelDecoder(max_message)
+        buf = bytearray(data)
+        return dec, dec.decode(buf, 0, len(buf))
+
+    d1, (h1, n1) = first(line)
+    d2, (h2, n2) = first(line)
+    assert n1 == n2 == len(line)
+    assert h1 is h2 and d1.layout is d2.layout and list(h1.features) == feats
+    d3, (h3, _) = first(line, 1 << 21)
+    assert d3.layout is not d1.layout and h3 == h1
+    other = fmt.header(feats[:2], adv)
+    d4, (h4, _) = first(other)
+    assert len(h4.features) == 2 and d4.layout.nbytes == 16
+    # Still one observation after the cached header, with the right values.
+    obs = fmt.observation(0, feats, [np.array([7]), np.array([8]), np.array([9])])
+    buf = bytearray(line + obs)
+    dec = BitstreamModelDecoder(1 << 20)
+    _, pos = dec.decode(buf, 0, len(buf))
+    msg, _ = dec.decode(buf, pos, len(buf))
+    assert [int(msg.tensors[f"cache_probe_{i}"][0]) for i in range(3)] == [7, 8, 9]
+    # A new header where an observation is expected is still a restart.
+    assert type(dec.decode(bytearray(line), 0, len(line))[0]).__name__ == "Restart"
+    bad = b'{"features":[{"name":"x","type":"nope","shape":[1]}]}\n'
+    for _ in range(2):
+        with pytest.raises(ProtocolError):
+            first(bad)
+    assert len(bs._HEADERS) <= bs._HEADER_CACHE_SIZE

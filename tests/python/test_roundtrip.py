@@ -175,6 +175,27 @@ def test_observation_api(serve, fmt):
     assert seen["end"] == (True, 3)
 
 
+def test_bitstream_tensor_bytes_land_aligned(serve):
+    """After the first observation, each record's tensor bytes start 64-byte
+    aligned within the buffer (InputBuffer.home), whatever the id's digits:
+    numpy's fast paths need aligned views. Values stay right across the
+    digit changes (9 -> 10, 99 -> 100)."""
+    seen = []
+
+    def policy(obs):
+        x = obs["x"]
+        seen.append((obs.id, x.flags.aligned, x.ctypes.data % 16, float(x[0])))
+        return 0
+
+    st = serve(policy)
+    with mlbridge.PipeClient(st.base, [T("x", "float", [7])], [T("d", "int64_t", [1])], timeout=5) as c:
+        for i in range(120):
+            c.evaluate({"x": np.full(7, i, np.float32)})
+    st.join()
+    assert [v for _, _, _, v in seen] == list(range(120))
+    assert all(aligned and mod == 0 for oid, aligned, mod, _ in seen if oid > 0)
+
+
 def test_retained_views_stay_valid(serve):
     """A policy that keeps the (zero-copy) bitstream views sees them unchanged later."""
     kept = []

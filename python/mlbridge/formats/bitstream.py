@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import struct
 from collections.abc import Mapping
-from typing import Any, Callable, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -78,9 +78,20 @@ class RecordLayout:
             return FeatureView(None, self, offset)
         # frombuffer, not np.ndarray(buffer=...): its view holds a buffer export,
         # which is how InputBuffer knows not to overwrite bytes a policy kept.
-        rec = np.frombuffer(data, self.dtype, 1, offset).reshape(())
-        rec.flags.writeable = False
-        return FeatureView(rec, self, offset)
+        # (setflags() before reshape: a fraction of the cost of .flags.writeable.)
+        rec = np.frombuffer(data, self.dtype, 1, offset)
+        rec.setflags(write=False)
+        return FeatureView(rec.reshape(()), self, offset)
+
+    def record(self, data: Any, offset: int) -> Any:
+        """The record at ``offset`` as one read-only 0-d numpy record (its
+        fields are the tensors: ``rec["name"]``), or a FeatureView when every
+        tensor is empty."""
+        if self.nbytes == 0:
+            return FeatureView(None, self, offset)
+        rec = np.frombuffer(data, self.dtype, 1, offset)
+        rec.setflags(write=False)
+        return rec.reshape(())
 
     def check_bools(self, data: Any, offset: int, what: str) -> None:
         for off, n, name in self.bools:
@@ -149,6 +160,29 @@ def parse_header(obj: Any) -> Header:
     return Header(feats, adv, score=score)
 
 
+def _header_layouts(obj: Any, max_message: int) -> Tuple[Header, RecordLayout, Optional[RecordLayout]]:
+    hdr = parse_header(obj)
+    score = RecordLayout((hdr.score,), max_message) if hdr.score is not None else None
+    return hdr, RecordLayout(hdr.features, max_message), score
+
+
+# Parsed headers by (line, max_message), so that the runs of one compiler
+# (same header every time) skip spec parsing and layout building. Bounded:
+# header lines up to _HEADER_CACHE_LINE bytes, the last _HEADER_CACHE_SIZE of them.
+_HEADER_CACHE_LINE = 1 << 16
+_HEADER_CACHE_SIZE = 32
+_HEADERS: Dict[Tuple[bytes, int], Tuple[Header, RecordLayout, Optional[RecordLayout]]] = {}
+
+
+def _remember_header(key: Tuple[bytes, int], value: Tuple[Header, RecordLayout, Optional[RecordLayout]]) -> None:
+    _HEADERS[key] = value
+    while len(_HEADERS) > _HEADER_CACHE_SIZE:
+        try:
+            del _HEADERS[next(iter(_HEADERS))]   # the oldest (dicts keep insertion order)
+        except (KeyError, StopIteration, RuntimeError):   # another thread got there first
+            break
+
+
 class BitstreamModelDecoder(Decoder):
     """Reads what a compiler (or an LLVM training log) writes."""
 
@@ -162,9 +196,10 @@ class BitstreamModelDecoder(Decoder):
         self._pending = ""    # what an incomplete message is, for truncation errors
 
     def observation(self, data: Any, pos: int, end: int) -> Optional[Tuple[int, "FeatureView", int]]:
-        """The common message in the fewest steps: ``(id, features, next_pos)``
-        when a complete ``{"observation":N}`` line and its record start at
-        ``pos``; None for anything else (then :meth:`decode` says what it is,
+        """The common message in the fewest steps: ``(id, record, next_pos)``
+        (``record``: see RecordLayout.record) when a complete
+        ``{"observation":N}`` line and its record start at ``pos``; None for
+        anything else (then :meth:`decode` says what it is,
         or raises). Same checks as decode(). After None, ``need`` is the
         bytes from ``pos`` an observation still arriving needs (0 if it is
         not one): the caller can read them and ask again."""
@@ -173,7 +208,7 @@ class BitstreamModelDecoder(Decoder):
         if layout is None:
             return None
         nl = data.find(b"\n", pos, end)
-        if nl < 0 or data[nl - 1] != 0x7D or data[pos:pos + 15] != _OBS_PREFIX:
+        if nl < 0 or data[nl - 1] != 0x7D or not data.startswith(_OBS_PREFIX, pos):
             return None
         total = nl + 2 + layout.nbytes
         if total - pos > self.max_message:
@@ -190,7 +225,7 @@ class BitstreamModelDecoder(Decoder):
         if layout.bools:
             layout.check_bools(data, nl + 1, f"observation {oid}")
         self.need = 1
-        return oid, layout.view(data, nl + 1), total
+        return oid, layout.record(data, nl + 1), total
 
     def decode(self, data: Any, pos: int, end: int) -> Optional[Tuple[Any, int]]:
         avail = end - pos
@@ -223,6 +258,20 @@ class BitstreamModelDecoder(Decoder):
                 oid = None
             if oid is not None:
                 return self._payload(data, pos, nl, end, oid, layout, False)
+        if line.startswith(b'{"features"') and len(line) <= _HEADER_CACHE_LINE:
+            # A compiler sends the same header in every run: parsed once per process.
+            key = (bytes(line), self.max_message)
+            hit = _HEADERS.get(key)
+            if hit is None:
+                obj = loads(line)
+                if isinstance(obj, dict) and "features" in obj and self.header is None:
+                    hit = _header_layouts(obj, self.max_message)
+                    _remember_header(key, hit)
+            if hit is not None:
+                if self.header is not None:
+                    return Restart("bitstream"), pos   # a new header where a message is expected
+                self.header, self.layout, self.score_layout = hit
+                return self.header, nl + 1
         obj = loads(line)
         if not isinstance(obj, dict):
             raise ProtocolError(f"bitstream: expected a JSON object line, got {bytes(line[:80])!r}")
@@ -230,11 +279,8 @@ class BitstreamModelDecoder(Decoder):
             if self.header is not None:
                 # A new header where a message is expected: a new session.
                 return Restart("bitstream"), pos
-            hdr = parse_header(obj)
-            self.layout = RecordLayout(hdr.features, self.max_message)
-            self.score_layout = RecordLayout((hdr.score,), self.max_message) if hdr.score is not None else None
-            self.header = hdr
-            return hdr, nl + 1
+            self.header, self.layout, self.score_layout = _header_layouts(obj, self.max_message)
+            return self.header, nl + 1
         if self.header is None:
             raise ProtocolError("bitstream: the stream must start with a header line")
         if "context" in obj:

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any, List, Sequence, Tuple
+import threading
+from typing import Any, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -25,6 +26,22 @@ try:  # orjson is much faster; it is optional at run time.
 except ImportError:  # pragma: no cover - exercised only without orjson
     _orjson_loads = None
     _OrjsonError = ValueError
+
+try:  # pysimdjson: numeric lists straight into numpy buffers (no Python number per element); optional.
+    import simdjson as _simdjson
+
+    _SimdArray: Any = _simdjson.Array
+    _SimdObject: Any = _simdjson.Object
+    _LISTS: Tuple[type, ...] = (list, _simdjson.Array)
+except ImportError:  # pragma: no cover - exercised only without pysimdjson
+    _simdjson = None
+    _SimdArray = _SimdObject = None
+    _LISTS = (list,)
+
+#: Payloads from this size on, with at least this many bytes per tensor on
+#: average, are read through simdjson when it is installed (for small tensors
+#: orjson's Python objects cost less than simdjson's proxies).
+SIMDJSON_MIN_BYTES = 4096
 
 __all__ = ["JsonFormat", "format_float", "format_float32", "format_float64", "tensor_data_json", "loads"]
 
@@ -173,7 +190,7 @@ def tensor_from_json(obj: Any, where: str) -> NamedTensor:
     problem = shape_problem(shape, row.itemsize)
     if problem is not None:
         raise ProtocolError(f"json: tensor {name!r}: {problem}")
-    if not isinstance(data, list):
+    if not isinstance(data, _LISTS):
         raise ProtocolError(f"json: tensor {name!r}: data must be a list")
     n = math.prod(shape)
     if len(data) != n:
@@ -183,9 +200,34 @@ def tensor_from_json(obj: Any, where: str) -> NamedTensor:
     return name, arr
 
 
-def _array(data: List[Any], row: _dt.DType, shape: Tuple[int, ...], name: str) -> np.ndarray:
+def _numbers(data: Any, kind: str) -> Optional[np.ndarray]:
+    """A simdjson list of JSON numbers as float64 (kind "f"), int64 ("i") or
+    uint64 ("u"), without a Python object per element; None when an element
+    is anything else (a string such as "NaN", null, true, a float in an
+    integer list, out of range): the caller then reads it as a Python list,
+    with that path's checks and errors."""
+    try:
+        return np.frombuffer(data.as_buffer(of_type="d" if kind == "f" else kind),
+                             np.float64 if kind == "f" else np.int64 if kind == "i" else np.uint64)
+    except (TypeError, ValueError):
+        return None
+
+
+def _array(data: Any, row: _dt.DType, shape: Tuple[int, ...], name: str) -> np.ndarray:
     target = row.np_dtype
     kind = row.kind
+    if type(data) is not list:   # a simdjson array
+        if kind in "fiu" and len(data):
+            nums = _numbers(data, kind)
+            if nums is not None:
+                if kind == "f":
+                    return _floats(nums, data, target, shape, name)
+                lo, hi = _IINFO[row.llvm]
+                if int(nums.min()) < lo or int(nums.max()) > hi:
+                    bad = int(nums.min()) if int(nums.min()) < lo else int(nums.max())
+                    raise ProtocolError(f"json: tensor {name!r}: value {bad} out of range for {row.llvm}")
+                return nums.astype(target).reshape(shape)
+        data = data.as_list()
     try:
         if not data:
             return np.empty(shape, dtype=target)
@@ -195,21 +237,7 @@ def _array(data: List[Any], row: _dt.DType, shape: Tuple[int, ...], name: str) -
             except (ValueError, TypeError):
                 arr = np.array([_NONFINITE_IN.get(v, v) if isinstance(v, str) else v for v in data],
                                dtype=np.float64)
-            nan = np.isnan(arr)
-            if nan.any():
-                # null reads as NaN in numpy: only real NaNs may produce one.
-                for i in np.flatnonzero(nan).tolist():
-                    v = data[i]
-                    if not (v == "NaN" or (isinstance(v, float) and v != v)):
-                        raise ProtocolError(f"json: tensor {name!r}: element {i} ({v!r}) is not a number")
-            if target.itemsize == 4:
-                with np.errstate(over="ignore"):
-                    out = arr.astype(target)
-                bad = np.isinf(out) & np.isfinite(arr)
-                if bad.any():
-                    raise ProtocolError(f"json: tensor {name!r}: value {arr[bad][0]!r} overflows float")
-                arr = out
-            return arr.reshape(shape)
+            return _floats(arr, data, target, shape, name)
         if kind == "O":
             if not all(type(v) is str for v in data):
                 raise ProtocolError(f"json: tensor {name!r}: string tensor with a non-string element")
@@ -250,6 +278,88 @@ def _array(data: List[Any], row: _dt.DType, shape: Tuple[int, ...], name: str) -
         raise
     except (ValueError, TypeError, OverflowError) as exc:
         raise ProtocolError(f"json: tensor {name!r}: bad {row.llvm} data ({exc})") from None
+
+
+def _floats(arr: np.ndarray, data: Any, target: np.dtype, shape: Tuple[int, ...], name: str) -> np.ndarray:
+    """float64 values read from ``data`` -> the tensor: NaN only from a real
+    NaN, float32 without overflow."""
+    nan = np.isnan(arr)
+    if nan.any():
+        # null reads as NaN in numpy: only real NaNs may produce one.
+        for i in np.flatnonzero(nan).tolist():
+            v = data[i]
+            if not (v == "NaN" or (isinstance(v, float) and v != v)):
+                raise ProtocolError(f"json: tensor {name!r}: element {i} ({v!r}) is not a number")
+    if target.itemsize == 4:
+        with np.errstate(over="ignore"):
+            out = arr.astype(target)
+        bad = np.isinf(out) & np.isfinite(arr)
+        if bad.any():
+            raise ProtocolError(f"json: tensor {name!r}: value {arr[bad][0]!r} overflows float")
+        return out.reshape(shape)
+    return arr.reshape(shape)
+
+
+_simd_local = threading.local()
+
+
+def _simd_parser() -> Any:
+    p = getattr(_simd_local, "parser", None)
+    if p is None:
+        p = _simd_local.parser = _simdjson.Parser()
+    return p
+
+
+def _unique_keys(obj: Any) -> Optional[List[str]]:
+    keys = list(obj.keys())
+    return keys if len(set(keys)) == len(keys) else None
+
+
+def _decode_numeric(payload: Any) -> Any:
+    """A big observation or reply through simdjson: each tensor's list goes
+    into a numpy buffer with no Python object per element. None for anything
+    else (another kind, an error reply, duplicate keys, text simdjson
+    refuses such as bare NaN): the general path then decides, with its
+    checks and errors."""
+    parser = _simd_parser()
+    try:
+        doc = parser.parse(payload)
+    except RuntimeError:   # a proxy of the last document is still alive (kept by a traceback)
+        parser = _simd_local.parser = _simdjson.Parser()
+        try:
+            doc = parser.parse(payload)
+        except ValueError:
+            return None
+    except ValueError:
+        return None
+    if type(doc) is not _SimdObject:
+        return None
+    keys = _unique_keys(doc)
+    kind = next((k for k in ("observation", "reply", "context", "header", "end") if k in (keys or ())), None)
+    if kind not in ("observation", "reply"):
+        return None
+    body = doc[kind]
+    if type(body) is not _SimdObject or _unique_keys(body) is None or "error" in body:
+        return None
+    mid = body["id"] if "id" in body else None
+    if type(mid) is not int:
+        return None
+    items = body["tensors"] if "tensors" in body else []
+    if type(items) is not _SimdArray or len(items) * SIMDJSON_MIN_BYTES > len(payload):
+        return None
+    where = f"{kind} {mid}"
+    tensors = []
+    for t in items:
+        if type(t) is not _SimdObject or _unique_keys(t) is None:
+            return None
+        # Small fields as Python values, the data list stays a simdjson array.
+        fields = {k: (t[k] if k == "data" else _plain(t[k])) for k in t.keys()}
+        tensors.append(tensor_from_json(fields, where))
+    return Observation(mid, tensors) if kind == "observation" else Reply(mid, tensors)
+
+
+def _plain(v: Any) -> Any:
+    return v.as_list() if type(v) is _SimdArray else v.as_dict() if type(v) is _SimdObject else v
 
 
 def _tensors(obj: Any, where: str) -> List[NamedTensor]:
@@ -300,6 +410,10 @@ class JsonFormat(FramedFormat):
 
     # -- reading -------------------------------------------------------------
     def decode_payload(self, payload: Any) -> Any:
+        if _simdjson is not None and len(payload) >= SIMDJSON_MIN_BYTES:
+            msg = _decode_numeric(payload)
+            if msg is not None:
+                return msg
         obj = loads(payload)
         if not isinstance(obj, dict) or not obj:
             raise ProtocolError("json: a message must be an object with one key naming its kind")

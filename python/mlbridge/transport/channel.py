@@ -108,12 +108,17 @@ class InputBuffer:
     in a fresh bytearray and leaves the old one to the views.
     """
 
-    __slots__ = ("data", "start", "end")
+    __slots__ = ("data", "start", "end", "home")
 
     def __init__(self, size: int = 1 << 16) -> None:
         self.data = bytearray(size)
         self.start = 0
         self.end = 0
+        # Where an empty buffer starts filling again. A reader that knows the
+        # length of the next message's text prefix sets it so that the tensor
+        # bytes after the prefix land aligned: numpy on a misaligned float32
+        # view takes a slow path (np.dot of 50,000 floats: 4x slower).
+        self.home = 0
 
     @property
     def avail(self) -> int:
@@ -141,12 +146,13 @@ class InputBuffer:
         """Make room so that ``need`` bytes from ``start`` fit."""
         n = self.end - self.start
         cap = len(self.data)
-        if n == 0 and self.start:
+        if n == 0 and self.start != self.home:
             if self._exported():
                 self.data = bytearray(max(cap, need))
-            self.start = self.end = 0
-            cap = len(self.data)
-            if need <= cap:
+                cap = len(self.data)
+            home = self.home if self.home + need <= cap else 0
+            self.start = self.end = home
+            if home + need <= cap:
                 return
         if self.start + need <= cap:
             return
@@ -165,7 +171,7 @@ class InputBuffer:
         """The free space after ``end`` (with room for ``need`` bytes from
         start), to be filled and then committed; release the view before the
         next call."""
-        if self.start + need > len(self.data) or (self.start == self.end and self.start):
+        if self.start + need > len(self.data) or (self.start == self.end and self.start != self.home):
             self._reuse(need)
         return memoryview(self.data)[self.end:]
 
@@ -178,7 +184,7 @@ class InputBuffer:
 
         Returns bytes read, 0 at end of stream; raises BlockingIOError when empty.
         """
-        if self.start + need > len(self.data) or (self.start == self.end and self.start):
+        if self.start + need > len(self.data) or (self.start == self.end and self.start != self.home):
             self._reuse(need)
         end = self.end
         n = os.readv(fd, [memoryview(self.data)[end:]])
@@ -437,11 +443,12 @@ class ServerChannel:
         Without a blocking descriptor, poll() waits instead.
         """
         buf = self.buf
-        if deadline.seconds is not None and self._blocking_fd() >= 0:
-            fd = self._blk_fd
-            wd = self._watchdog
-            if wd is None:
-                wd = self._watchdog = _ReadWatchdog(self)
+        fd = -1
+        if deadline.seconds is not None:
+            fd = self._blk_fd if self._blk_for == self.out_fd else self._blocking_fd()
+        if fd >= 0:
+            if self._watchdog is None:
+                self._watchdog = _ReadWatchdog(self)
                 _WATCHED.add(self)
             while buf.end - buf.start < need:
                 self._reading = deadline
