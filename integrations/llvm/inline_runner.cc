@@ -2,6 +2,7 @@
 
 #include <llvm/Support/CommandLine.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <utility>
 
@@ -45,10 +46,42 @@ llvm::cl::opt<std::string> trainingLogOpt("mlbridge-inline-training-log",
                                                          "to this file; without a runner, the stock heuristic "
                                                          "decides (env MLBRIDGE_INLINE_TRAINING_LOG)"));
 
+llvm::cl::opt<std::string> flipOpt("mlbridge-inline-flip",
+                                   llvm::cl::desc("mlbridge ML inliner without a runner: invert the stock "
+                                                  "heuristic's answer at these 0-based query indices, e.g. 3,17 "
+                                                  "(env MLBRIDGE_INLINE_FLIP)"));
+
 std::string pick(const llvm::cl::opt<std::string>& opt, const char* env) {
   if (opt.getNumOccurrences() > 0) return opt;
   const char* v = std::getenv(env);
   return v ? std::string(v) : std::string();
+}
+
+// "3,17,42" -> {3, 17, 42}, sorted and unique; "" on success, else why not.
+// At most kMaxFlips indices, each below 2^40: the list comes from a user.
+std::string parseFlips(const std::string& text, std::vector<uint64_t>* out) {
+  constexpr size_t kMaxFlips = 1 << 20;
+  constexpr uint64_t kMaxIndex = uint64_t(1) << 40;
+  size_t i = 0;
+  while (i < text.size()) {
+    size_t end = text.find(',', i);
+    if (end == std::string::npos) end = text.size();
+    if (end == i) return "empty index in -mlbridge-inline-flip";
+    uint64_t v = 0;
+    for (size_t k = i; k < end; ++k) {
+      char ch = text[k];
+      if (ch < '0' || ch > '9') return "-mlbridge-inline-flip: not a list of indices: " + text.substr(i, end - i);
+      v = v * 10 + uint64_t(ch - '0');
+      if (v >= kMaxIndex) return "-mlbridge-inline-flip: index too large: " + text.substr(i, end - i);
+    }
+    if (out->size() >= kMaxFlips) return "-mlbridge-inline-flip: more than 1048576 indices";
+    out->push_back(v);
+    i = end + 1;
+    if (end + 1 == text.size()) return "empty index in -mlbridge-inline-flip";
+  }
+  std::sort(out->begin(), out->end());
+  out->erase(std::unique(out->begin(), out->end()), out->end());
+  return "";
 }
 
 }  // namespace
@@ -80,6 +113,11 @@ InlineRunnerConfig inlineRunnerConfig() {
     c.stats = std::string(s) == "1";
   }
   c.trainingLog = pick(trainingLogOpt, "MLBRIDGE_INLINE_TRAINING_LOG");
+  const std::string flips = pick(flipOpt, "MLBRIDGE_INLINE_FLIP");
+  if (!flips.empty()) {
+    c.flipsError = parseFlips(flips, &c.flips);
+    if (!c.flipsError.empty()) c.flips.clear();
+  }
   return c;
 }
 

@@ -5,7 +5,9 @@
 #ifndef MLBRIDGE_INTEGRATIONS_LLVM_INLINE_RUNNER_H
 #define MLBRIDGE_INTEGRATIONS_LLVM_INLINE_RUNNER_H
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "runner_choice.h"
 
@@ -18,11 +20,16 @@ struct InlineRunnerConfig {
   RunnerChoice choice;   // runner "" / "none": the stock inliner
   bool stats = false;    // print how many decisions the model made
   std::string trainingLog;  // "": no training log (docs/training-logs.md)
+  // Without a runner: the stock heuristic decides, except at these query
+  // indices (0-based, in the order the advisor is asked), where its answer
+  // is inverted. The primitive of search-based training (docs/training.md).
+  std::vector<uint64_t> flips;  // sorted, unique
+  std::string flipsError;       // the option could not be read: warn, use the stock inliner
 
   bool hasRunner() const { return !choice.runner.empty() && choice.runner != "none"; }
-  // A training log without a runner logs the stock heuristic's decisions
-  // (LLVM's development mode without a model).
-  bool enabled() const { return hasRunner() || !trainingLog.empty(); }
+  // A training log or flips without a runner: the stock heuristic decides
+  // (LLVM's development mode without a model), and is logged or flipped.
+  bool enabled() const { return hasRunner() || !trainingLog.empty() || !flips.empty() || !flipsError.empty(); }
 };
 
 // The options as given now (command line first, then the environment).

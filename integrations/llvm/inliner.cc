@@ -30,8 +30,10 @@
 #include <llvm/Support/raw_ostream.h>
 
 #include <memory>
+#include <cstdint>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "inline_runner.h"
 #include "inline_training_log.h"
@@ -91,7 +93,7 @@ class MLBridgeInlineAdvisor final : public llvm::MLInlineAdvisor {
   // features, as in LLVM's development mode without a model).
   MLBridgeInlineAdvisor(llvm::Module& m, llvm::ModuleAnalysisManager& mam, std::unique_ptr<llvm::MLModelRunner> runner,
                         MLBridgeModelRunner* adapter, std::function<bool(llvm::CallBase&)> getDefault, bool stats,
-                        std::unique_ptr<InlineTrainingLog> log)
+                        std::unique_ptr<InlineTrainingLog> log, std::vector<uint64_t> flips)
 #if LLVM_VERSION_MAJOR >= 22
       // The factory hands over the runner made for the initial feature map
       // (LLVM 22's optional IR2Vec embedding features are not supported).
@@ -106,7 +108,8 @@ class MLBridgeInlineAdvisor final : public llvm::MLInlineAdvisor {
 #endif
         adapter_(adapter),
         stats_(stats),
-        log_(std::move(log)) {
+        log_(std::move(log)),
+        flips_(std::move(flips)) {
   }
   ~MLBridgeInlineAdvisor() override {
     if (!stats_) return;
@@ -114,6 +117,8 @@ class MLBridgeInlineAdvisor final : public llvm::MLInlineAdvisor {
       llvm::errs() << "mlbridge: inliner: " << adapter_->evaluations() << " model decisions, " << stockDecisions_
                    << " stock decisions after an error\n";
     if (log_) llvm::errs() << "mlbridge: inliner: " << log_->observations() << " decisions logged\n";
+    if (!flips_.empty())
+      llvm::errs() << "mlbridge: inliner: " << queries_ << " stock decisions, " << flipped_ << " of them flipped\n";
   }
 
  protected:
@@ -128,11 +133,18 @@ class MLBridgeInlineAdvisor final : public llvm::MLInlineAdvisor {
     // The stock heuristic's answer costs an inline-cost analysis: only when
     // it decides or is logged.
     bool stock = false;
-    if (!fromModel || log_) stock = GetDefaultAdvice(cb);
+    if (!fromModel || log_ || !flips_.empty()) stock = GetDefaultAdvice(cb);
     if (!fromModel) {
       inlineIt = stock;
       if (adapter_) ++stockDecisions_;
     }
+    // Flips (no runner): the stock answer inverted at the listed query indices.
+    if (!adapter_ && nextFlip_ < flips_.size() && flips_[nextFlip_] == queries_) {
+      inlineIt = !inlineIt;
+      ++nextFlip_;
+      ++flipped_;
+    }
+    ++queries_;
     if (log_) log_->log(*ModelRunner, stock, inlineIt);
     return std::make_unique<llvm::MLInlineAdvice>(this, cb, ore, inlineIt);
   }
@@ -142,6 +154,10 @@ class MLBridgeInlineAdvisor final : public llvm::MLInlineAdvisor {
   bool stats_;
   size_t stockDecisions_ = 0;
   std::unique_ptr<InlineTrainingLog> log_;
+  std::vector<uint64_t> flips_;  // sorted query indices whose stock answer is inverted
+  size_t nextFlip_ = 0;
+  uint64_t queries_ = 0;
+  uint64_t flipped_ = 0;
 };
 
 llvm::InlineAdvisor* createAdvisor(llvm::Module& m, llvm::FunctionAnalysisManager& fam, llvm::InlineParams params,
@@ -155,13 +171,23 @@ llvm::InlineAdvisor* createAdvisor(llvm::Module& m, llvm::FunctionAnalysisManage
                  << (config.trainingLog.empty() ? "" : " (no training log)") << "\n";
     return stock();
   }
+  if (!config.flipsError.empty()) {
+    llvm::errs() << "mlbridge: warning: ML inliner: " << config.flipsError << "; using the stock inliner\n";
+    return stock();
+  }
+  if (!config.flips.empty() && config.hasRunner()) {
+    llvm::errs() << "mlbridge: warning: ML inliner: -mlbridge-inline-flip flips the stock heuristic and takes no "
+                    "runner (runner "
+                 << config.choice.runner << "); using the stock inliner\n";
+    return stock();
+  }
   std::unique_ptr<InlineTrainingLog> log;
   if (!config.trainingLog.empty()) {
     std::string error;
     log = InlineTrainingLog::open(config.trainingLog, inlinerFeatures(), &error);
     if (!log) {
       llvm::errs() << "mlbridge: warning: ML inliner: " << error << "; no training log\n";
-      if (!config.hasRunner()) return stock();
+      if (!config.hasRunner() && config.flips.empty()) return stock();
     }
   }
   std::unique_ptr<llvm::MLModelRunner> runner;
@@ -188,7 +214,8 @@ llvm::InlineAdvisor* createAdvisor(llvm::Module& m, llvm::FunctionAnalysisManage
   }
   if (!runner) runner = std::make_unique<llvm::NoInferenceModelRunner>(m.getContext(), inlinerFeatures());
   auto getDefault = [&fam, params](llvm::CallBase& cb) { return stockAdvice(cb, fam, params); };
-  return new MLBridgeInlineAdvisor(m, *mam, std::move(runner), adapter, getDefault, config.stats, std::move(log));
+  return new MLBridgeInlineAdvisor(m, *mam, std::move(runner), adapter, getDefault, config.stats, std::move(log),
+                                   config.flips);
 }
 
 }  // namespace

@@ -3,11 +3,14 @@ deployed (clang-19 with each module's own command and the mlbridge plugin).
 
     mlbridge train run CORPUS... -o RUN [--algo es|ppo] [--init oz|zero|POLICY.json] [--hidden 16]
                        [--steps N] [--minutes M] [--modules-per-step K] [-j N]
+    mlbridge train search CORPUS... -o RUN [--tries 48] [--minutes M] [--hidden 16] [-j N]
     mlbridge train report RUN [--eval CORPUS...] [--train CORPUS...]
 
 ``run`` resumes when RUN already holds a checkpoint (state.json). ``--init oz``
 starts from behavioral cloning of the -Oz heuristic's decisions (its training
-logs, docs/training-logs.md). See docs/training.md.
+logs, docs/training-logs.md). ``search`` learns from search: a greedy search
+over single flips of the -Oz heuristic's decisions per module (resumable), then
+behavioral cloning of the decisions it kept. See docs/training.md.
 """
 from __future__ import annotations
 
@@ -50,6 +53,26 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--quiet", action="store_true")
     r.add_argument("--json", action="store_true", help="print the run's summary as JSON")
     r.set_defaults(run=run_train)
+    s = ts.add_parser("search", help="learn from search: flip -Oz's decisions per module, imitate what shrank it")
+    s.add_argument("corpora", nargs="+", help="corpus folders (corpus_description.json)")
+    s.add_argument("-o", "--out", required=True, help="run folder: search results (resumable), policy")
+    s.add_argument("--tries", type=int, default=48, help="flips tried per module")
+    s.add_argument("--minutes", type=float, default=None, help="start no new module after this long (resumable)")
+    s.add_argument("--hidden", default="16", help="hidden layer sizes of the fitted policy; 0 for linear")
+    s.add_argument("--flip-weight", type=float, default=10.0, help="weight of a kept flip in the fit")
+    s.add_argument("--tested-weight", type=float, default=2.0,
+                   help="weight of a stock decision that a rejected flip confirmed")
+    s.add_argument("--epochs", type=int, default=600)
+    s.add_argument("--no-eval", action="store_true", help="skip scoring the fitted policy on the training modules")
+    s.add_argument("-j", "--jobs", type=int, default=0, help="modules searched in parallel (default: all cores)")
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--timeout", type=float, default=120.0, help="per compile, seconds")
+    s.add_argument("--clang", default=None)
+    s.add_argument("--plugin", default=None, help="libMLBridgeLLVM.so (default: $MLBRIDGE_LLVM_PLUGIN or build/)")
+    s.add_argument("--quiet", action="store_true")
+    s.add_argument("--json", action="store_true", help="print the run's summary as JSON")
+    s.set_defaults(run=run_search_cmd)
+
     p = ts.add_parser("report", help="write RUN/report.md with plots; score the policy on corpora")
     p.add_argument("run_dir")
     p.add_argument("--train", nargs="*", default=[], help="training corpora to score the policy on")
@@ -161,6 +184,96 @@ def run_train(args: argparse.Namespace) -> int:
               f"best on the training set: {100 * summary['best_train_total_reward']:+.2f}% .text vs -Oz; "
               f"policy: {summary['policy']}")
     return 0
+
+
+def run_search_cmd(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from ..corpus.compile import CompileSetupError, Toolchain
+    from ..llvm.inliner_features import FEATURES
+    from ..train.imitation import fit_imitation
+    from ..train.policy import MLPPolicy
+    from ..train.search import SearchConfig, run_search, search_dataset
+    from ..train.size_trainer import SizeTrainer, TrainConfig, corpus_modules
+
+    if args.tries < 0 or args.flip_weight < 0 or args.tested_weight < 0 or args.epochs < 1:
+        raise UsageError("--tries, --flip-weight and --tested-weight must be >= 0, --epochs >= 1")
+    hidden = _hidden(args.hidden)
+    corpora = _load_corpora(args.corpora)
+    try:
+        tc = Toolchain.find(args.clang, args.plugin, need_plugin=True)
+    except CompileSetupError as exc:
+        raise UsageError(str(exc)) from None
+    modules = corpus_modules(corpora)
+    cfg = SearchConfig(tries=args.tries, jobs=args.jobs, seed=args.seed, timeout=args.timeout,
+                       budget_s=None if args.minutes is None else 60 * args.minutes)
+    with Progress(len(modules), "flip search", quiet=args.quiet, unit="module") as bar:
+        gained = [0, 0]
+
+        def done(r: Any) -> None:
+            if r.ok:
+                gained[0] += r.oz
+                gained[1] += r.oz - r.best
+            bar.update(1, postfix=f"{100 * gained[1] / max(1, gained[0]):.2f}% smaller")
+        results = run_search(args.out, modules, tc, cfg, on_done=done)
+    ok = [r for r in results if r.ok]
+    oz, best = sum(r.oz for r in ok), sum(r.best for r in ok)
+    summary: Dict[str, Any] = {
+        "modules": len(modules), "searched": len(results), "failed": len(results) - len(ok),
+        "compiles": sum(r.tried + 1 for r in results), "search_seconds": round(sum(r.seconds for r in results), 1),
+        "kept_flips": sum(len(r.flips) for r in ok), "searched_oz": oz, "searched_best": best,
+        "search_gain": (oz - best) / oz if oz else 0.0}
+    x, y, w = search_dataset(args.out, modules, flip_weight=args.flip_weight, tested_weight=args.tested_weight)
+    if len(y) == 0:
+        raise UsageError("the search logged no inlining decision to learn from")
+    pol = MLPPolicy(list(FEATURES), hidden, seed=args.seed)
+    fit = fit_imitation(pol, x, y, weights=w, epochs=args.epochs)
+    flipped = y != _stock_labels(args.out, modules)
+    summary.update(fit_accuracy=fit["accuracy"], decisions=int(len(y)), flipped_decisions=int(flipped.sum()),
+                   flips_reproduced=float(np.mean((pol.scores(pol.inputs(x[flipped])) > 0) == (y[flipped] > 0)))
+                   if flipped.any() else None)
+    pol.save(os.path.join(args.out, "policy.json"))
+    pol.export_onnx(os.path.join(args.out, "policy.onnx"))
+    summary["policy"] = os.path.join(args.out, "policy.onnx")
+    if not args.no_eval:
+        from ..corpus.evaluate import oz_sizes
+        baseline: Dict[str, int] = {r.module: r.oz for r in ok}
+        for c in corpora:
+            if any(m.name not in baseline for m in c.modules):
+                baseline.update(oz_sizes(c, tc, jobs=args.jobs or None))
+        trainer = SizeTrainer(os.path.join(args.out, "eval"), modules, baseline, tc,
+                              TrainConfig(hidden=hidden, jobs=args.jobs, timeout=args.timeout), init=pol)
+        try:
+            ev = trainer.evaluate(pol)
+        finally:
+            trainer.close()
+            trainer.tb.close()
+        summary.update(train_total_reward=ev["total_reward"], train_failures=ev["failures"])
+    with open(os.path.join(args.out, "summary.json"), "w") as f:
+        json.dump(summary, f, indent=1)
+    if args.json:
+        print(json.dumps(summary))
+    elif not args.quiet:
+        line = (f"{summary['searched']} modules searched ({summary['compiles']} compiles): the kept flips make them "
+                f"{100 * summary['search_gain']:.2f}% smaller than -Oz; fitted policy reproduces "
+                f"{100 * fit['accuracy']:.1f}% of the decisions")
+        if "train_total_reward" in summary:
+            line += f", {100 * summary['train_total_reward']:+.2f}% .text vs -Oz on the training modules"
+        print(line + f"; policy: {summary['policy']}")
+    return 0
+
+
+def _stock_labels(root: str, modules: Sequence[Any]) -> Any:
+    """The -Oz heuristic's answers, row for row with search_dataset's rows."""
+    import numpy as np
+
+    from ..train.search import load_module
+    parts = []
+    for m in modules:
+        got = load_module(root, m.name)
+        if got is not None and got[0].ok and len(got[1].decision):
+            parts.append(got[1].default)
+    return np.concatenate(parts) if parts else np.zeros(0, np.int8)
 
 
 def run_report(args: argparse.Namespace) -> int:

@@ -47,13 +47,18 @@ class Adam:
 
 def fit_imitation(policy: MLPPolicy, raw: np.ndarray, labels: np.ndarray, *, epochs: int = 400,
                   lr: float = 1e-2, l2: float = 1e-4, normalize: bool = True,
-                  log: Optional[Any] = None) -> Dict[str, float]:
+                  weights: Optional[np.ndarray] = None, log: Optional[Any] = None) -> Dict[str, float]:
     """Fits ``policy`` (in place) so that ``score > 0`` predicts ``labels`` (0/1)
-    from raw feature rows [m, n]. Returns the final loss and accuracy."""
+    from raw feature rows [m, n], each row weighted by ``weights`` (default 1).
+    Returns the final (weighted) loss and the (unweighted) accuracy."""
     raw = np.asarray(raw)
     y = np.asarray(labels, np.float32).ravel()
     if raw.ndim != 2 or raw.shape[0] != y.size or raw.shape[1] != len(policy.names):
         raise ValueError(f"expected rows [m, {len(policy.names)}] and m labels, got {raw.shape} and {y.size}")
+    w = np.ones(y.size, np.float32) if weights is None else np.asarray(weights, np.float32).ravel()
+    if w.size != y.size or not np.all(np.isfinite(w)) or (w < 0).any() or w.sum() <= 0:
+        raise ValueError("weights: one finite, non-negative number per row, not all zero")
+    w = w / w.sum()
     if normalize:
         fit_normalization(policy, raw)
     x = policy.inputs(raw)
@@ -62,9 +67,9 @@ def fit_imitation(policy: MLPPolicy, raw: np.ndarray, labels: np.ndarray, *, epo
     for epoch in range(epochs):
         s, acts = policy.forward(x)
         p = 1 / (1 + np.exp(-np.clip(s, -30, 30)))
-        loss = float(np.mean(np.logaddexp(0, s) - y * s)) + l2 * float(policy.params @ policy.params)
+        loss = float(w @ (np.logaddexp(0, s) - y * s)) + l2 * float(policy.params @ policy.params)
         acc = float(np.mean((s > 0) == (y > 0.5)))
-        grad = policy.backward(acts, (p - y) / y.size) + 2 * l2 * policy.params
+        grad = policy.backward(acts, (p - y) * w) + 2 * l2 * policy.params
         policy.params = opt.step(policy.params, grad)
         if log is not None and (epoch % 50 == 0 or epoch == epochs - 1):
             log({"epoch": epoch, "loss": loss, "accuracy": acc})

@@ -121,3 +121,99 @@ def test_imitation_of_oz_starts_close_to_oz(corpus, tmp_path):
     assert ev["failures"] == 0 and abs(ev["total_reward"]) < 0.05   # within 5 % of -Oz, unlike never inlining
     assert tr.evaluate(never)["total_reward"] < ev["total_reward"]
     tr.close()
+
+
+# ---- learning from search: the plugin's -mlbridge-inline-flip and train/search.py ----
+
+def _module_with_queries(c, tc, work, least: int = 4):
+    from mlbridge.train.search import compile_with_flips
+    for m in c.modules:
+        r, t = compile_with_flips(m, [], tc, work)
+        if r.ok and t is not None and len(t.decision) >= least:
+            return m, r, t
+    pytest.skip("no corpus module with enough inliner queries")
+
+
+def test_flip_inverts_the_stock_answer_at_the_listed_queries_only(corpus, tmp_path):
+    from mlbridge.train.search import compile_with_flips
+    tc = Toolchain.find(plugin=PLUGIN, need_plugin=True)
+    c = layout.load(corpus)
+    base = oz_sizes(c, tc, jobs=2, cache=None)
+    m, r0, t0 = _module_with_queries(c, tc, str(tmp_path))
+    assert r0.text_bytes == base[m.name]                      # no flip: exactly -Oz
+    assert np.array_equal(t0.decision, t0.default)
+    i = len(t0.decision) // 2
+    r1, t1 = compile_with_flips(m, [i], tc, str(tmp_path))
+    assert r1.ok and t1 is not None
+    assert np.array_equal(t1.x[:i + 1], t0.x[:i + 1])        # same call sites up to the flip
+    assert np.array_equal(t1.decision[:i], t0.decision[:i])
+    assert t1.default[i] == t0.default[i] and t1.decision[i] == 1 - t1.default[i]
+    after = slice(i + 1, None)
+    assert np.array_equal(t1.decision[after], t1.default[after])   # the stock heuristic again after it
+    # The same flips compile to the same object size (the search relies on it).
+    r2, _ = compile_with_flips(m, [i], tc, str(tmp_path), want_log=False)
+    assert r2.text_bytes == r1.text_bytes
+
+
+@pytest.mark.parametrize("spec", ["1,,2", "x", "3,", str(1 << 41)])
+def test_a_malformed_flip_list_is_a_warning_and_the_stock_inliner(corpus, tmp_path, spec):
+    from mlbridge.corpus.compile import CompileOptions, Policy, compile_module, plugin_args
+    tc = Toolchain.find(plugin=PLUGIN, need_plugin=True)
+    c = layout.load(corpus)
+    opts = CompileOptions(extra_args=lambda m: plugin_args(PLUGIN) + ["-mllvm", f"-mlbridge-inline-flip={spec}"])
+    r = compile_module(c.modules[0], Policy("oz", "oz"), str(tmp_path), tc, opts)
+    assert not r.ok and "mlbridge-inline-flip" in (r.error or ""), r.error   # never a silent -Oz size
+    assert r.stderr.count("mlbridge: warning:") == 1
+
+
+def test_flips_with_a_runner_are_refused(corpus, tmp_path):
+    from mlbridge.corpus.compile import CompileOptions, Policy, compile_module
+    tc = Toolchain.find(plugin=PLUGIN, need_plugin=True)
+    c = layout.load(corpus)
+    model = str(tmp_path / "p.onnx")
+    MLPPolicy(list(FEATURES), hidden=(4,), seed=0).export_onnx(model)
+    opts = CompileOptions(extra_args=lambda m: ["-mllvm", "-mlbridge-inline-flip=0"])
+    r = compile_module(c.modules[0], Policy("onnx", model, model=model), str(tmp_path), tc, opts)
+    assert not r.ok and "takes no runner" in (r.error or ""), r.error
+
+
+def test_flip_search_finds_no_larger_modules_reproduces_and_resumes(corpus, tmp_path):
+    from mlbridge.train.imitation import fit_imitation
+    from mlbridge.train.search import SearchConfig, compile_with_flips, run_search, search_dataset
+    tc = Toolchain.find(plugin=PLUGIN, need_plugin=True)
+    c = layout.load(corpus)
+    base = oz_sizes(c, tc, jobs=2, cache=None)
+    root = str(tmp_path / "search")
+    seen = []
+    results = run_search(root, c.modules, tc, SearchConfig(tries=6, jobs=2, seed=3), on_done=seen.append)
+    assert len(results) == len(c.modules) == len(seen) and all(r.ok for r in results)
+    for r in results:
+        assert r.oz == base[r.module] and r.best <= r.oz
+        assert r.tried <= 6 and (r.best < r.oz) == bool(r.flips)
+        if r.flips:   # what the search kept reproduces its size
+            m = next(mm for mm in c.modules if mm.name == r.module)
+            again, _ = compile_with_flips(m, r.flips, tc, str(tmp_path), want_log=False)
+            assert again.text_bytes == r.best
+    # Resumed: nothing is compiled again, the same results come back.
+    more = []
+    assert run_search(root, c.modules, tc, SearchConfig(tries=6, jobs=2, seed=3), on_done=more.append) == results
+    assert more == []
+    x, y, w = search_dataset(root, c.modules, flip_weight=5.0, tested_weight=2.0)
+    assert x.shape == (len(y), len(FEATURES)) and w.shape == y.shape and len(y) > 0
+    assert ((w == 5.0).sum() == sum(len(r.flips) for r in results))
+    pol = MLPPolicy(list(FEATURES), hidden=(4,), seed=0)
+    fit = fit_imitation(pol, x, y, weights=w, epochs=200)
+    assert fit["accuracy"] > 0.8
+
+
+def test_train_search_cli_fits_a_policy_and_reports(corpus, tmp_path):
+    out = str(tmp_path / "srch")
+    p = cli("train", "search", corpus, "-o", out, "--tries", "3", "--hidden", "4", "--epochs", "100",
+            "--plugin", PLUGIN, "-j", "2", "--json")
+    assert p.returncode == 0, p.stderr
+    summary = json.loads(p.stdout.strip().splitlines()[-1])
+    assert summary["searched"] == summary["modules"] > 0 and summary["failed"] == 0
+    assert summary["searched_best"] <= summary["searched_oz"] and summary["train_failures"] == 0
+    assert os.path.exists(os.path.join(out, "policy.onnx")) and os.path.exists(os.path.join(out, "summary.json"))
+    bad = cli("train", "search", corpus, "-o", out, "--tries", "-1", "--plugin", PLUGIN)
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr and len(bad.stderr.strip().splitlines()) == 1

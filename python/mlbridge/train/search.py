@@ -1,0 +1,243 @@
+"""Learning from search: per module, a greedy search over single decision flips
+of the -Oz heuristic finds decisions that make the module's ``.text`` smaller;
+the improved decisions, with the features LLVM logged for them, become the
+labels of behavioral cloning (``imitation.fit_imitation``). Credit is per call
+site, where ES has one number per module.
+
+The primitive is the plugin's ``-mlbridge-inline-flip=I,J,...``: the stock
+heuristic decides every call site except query I, J, ... (0-based, in the
+order the advisor asks), whose answer is inverted; the plugin logs every
+query (features, the stock answer, the answer taken) in LLVM's training-log
+format. Compiles are deterministic, so with the decisions before query ``i``
+unchanged, query ``i`` is the same call site with the same features. The
+search therefore walks candidate indices in increasing order: it flips ``i``
+on top of the flips kept so far, compiles, and keeps the flip iff the module
+got strictly smaller. Every tried index stays valid in the final trajectory
+(its prefix never changes), so a rejected flip is evidence too: there, the
+stock answer was at least as good.
+
+Results are kept per module in ``RUN/search/`` (resumable: a module already
+searched is skipped) and summarized in ``RUN/search.jsonl``.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ..corpus.compile import CompileOptions, CompileResult, Policy, Toolchain, compile_module, plugin_args
+from ..corpus.layout import Module
+from ..llvm.inliner_features import DEFAULT_DECISION, FEATURES
+from ..llvm.training_log import read_training_log
+
+_OZ = Policy("oz", "oz")
+_DECISION = "inlining_decision"
+
+
+@dataclass
+class SearchConfig:
+    tries: int = 48            # flips tried per module (indices drawn uniformly, walked in order)
+    jobs: int = 0              # modules searched in parallel (0: all cores)
+    seed: int = 0
+    timeout: float = 120.0     # per compile
+    budget_s: Optional[float] = None   # stop starting new modules after this long
+
+
+@dataclass
+class ModuleSearch:
+    """One module's search: sizes, the flips kept, and its final trajectory."""
+    module: str
+    ok: bool
+    oz: int = 0                # .text with no flip (the -Oz heuristic)
+    best: int = 0              # .text with `flips`
+    flips: List[int] = field(default_factory=list)
+    tried: int = 0             # compiles spent on flips
+    queries: int = 0           # call sites the advisor was asked about (final trajectory)
+    seconds: float = 0.0
+    error: Optional[str] = None
+
+    @property
+    def gain(self) -> float:
+        """Relative .text reduction against -Oz (positive: smaller)."""
+        return (self.oz - self.best) / self.oz if self.ok and self.oz > 0 else 0.0
+
+
+@dataclass
+class Trajectory:
+    """Per query: raw features [n, 38], the stock answer, the answer taken, and
+    whether a flip was tried there (the label was checked by a compile)."""
+    x: np.ndarray
+    default: np.ndarray
+    decision: np.ndarray
+    tested: np.ndarray
+
+
+def _flip_args(plugin: str, log_path: str, flips: Sequence[int]) -> List[str]:
+    args = plugin_args(plugin) + ["-mllvm", f"-mlbridge-inline-training-log={log_path}"]
+    if flips:
+        args += ["-mllvm", "-mlbridge-inline-flip=" + ",".join(str(int(i)) for i in sorted(flips))]
+    return args
+
+
+def compile_with_flips(module: Module, flips: Sequence[int], toolchain: Toolchain, work: str, *,
+                       timeout: float = 120.0, want_log: bool = True
+                       ) -> Tuple[CompileResult, Optional[Trajectory]]:
+    """Compiles ``module`` with the stock heuristic flipped at ``flips``; its size
+    and (``want_log``) the logged trajectory, or None when nothing was logged."""
+    if not toolchain.plugin:
+        raise ValueError("flipping the -Oz heuristic needs the mlbridge LLVM plugin")
+    key = hashlib.sha1(module.name.encode()).hexdigest()[:16]
+    log_path = os.path.join(work, f"{key}.{threading.get_ident()}.log")
+    opts = CompileOptions(timeout=timeout, extra_args=lambda m: _flip_args(toolchain.plugin or "", log_path, flips))
+    try:
+        r = compile_module(module, _OZ, work, toolchain, opts, tag=f"flip{threading.get_ident()}")
+        if not r.ok or not want_log or not os.path.exists(log_path):
+            return r, None
+        log = read_training_log(log_path)
+        trajs = [t for t in log.trajectories if t.steps]
+        if not trajs:
+            return r, None
+        x = np.concatenate([np.column_stack([t.features[n].reshape(t.steps) for n in FEATURES]) for t in trajs])
+        default = np.concatenate([t.features[DEFAULT_DECISION].reshape(t.steps) for t in trajs]).astype(np.int8)
+        decision = np.concatenate([t.features[_DECISION].reshape(t.steps) for t in trajs]).astype(np.int8)
+        return r, Trajectory(x.astype(np.int64), default, decision, np.zeros(len(default), bool))
+    finally:
+        try:
+            os.unlink(log_path)
+        except OSError:
+            pass
+
+
+def search_module(module: Module, toolchain: Toolchain, work: str, tries: int, rng: np.random.Generator, *,
+                  timeout: float = 120.0) -> Tuple[ModuleSearch, Optional[Trajectory]]:
+    """The greedy flip search on one module (see the module docstring)."""
+    t0 = time.monotonic()
+    res = ModuleSearch(module.name, ok=False)
+    r, traj = compile_with_flips(module, [], toolchain, work, timeout=timeout)
+    if not r.ok or not r.text_bytes:
+        res.error = r.error or "no .text"
+        return res, None
+    res.ok, res.oz, res.best = True, r.text_bytes, r.text_bytes
+    if traj is None:   # no call site asked about: nothing to search
+        res.seconds = time.monotonic() - t0
+        return res, None
+    flips: List[int] = []
+    n = len(traj.default)
+    cands = np.sort(rng.choice(n, size=min(tries, n), replace=False))
+    tested: List[int] = []
+    for i in (int(c) for c in cands):
+        if i >= len(traj.default):   # a kept flip shortened the trajectory
+            continue
+        r, new = compile_with_flips(module, flips + [i], toolchain, work, timeout=timeout)
+        res.tried += 1
+        tested.append(i)
+        if r.ok and r.text_bytes and r.text_bytes < res.best and new is not None:
+            res.best = r.text_bytes
+            flips.append(i)
+            traj = new
+    traj.tested[[i for i in tested if i < len(traj.tested)]] = True
+    res.flips, res.queries = flips, len(traj.default)
+    res.seconds = time.monotonic() - t0
+    return res, traj
+
+
+def _module_file(root: str, name: str) -> str:
+    key = hashlib.sha1(name.encode()).hexdigest()[:16]
+    return os.path.join(root, "search", f"{os.path.basename(name)[:40]}.{key}.npz")
+
+
+def save_module(root: str, res: ModuleSearch, traj: Optional[Trajectory]) -> None:
+    """Writes the module's trajectory (atomically) and appends its summary line."""
+    path = _module_file(root, res.module)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = path + ".tmp.npz"
+    if traj is None:
+        traj = Trajectory(np.zeros((0, len(FEATURES)), np.int64), np.zeros(0, np.int8), np.zeros(0, np.int8),
+                          np.zeros(0, bool))
+    np.savez_compressed(tmp, x=traj.x, default=traj.default, decision=traj.decision, tested=traj.tested,
+                        summary=np.frombuffer(json.dumps(asdict(res)).encode(), np.uint8))
+    os.replace(tmp, path)
+    with open(os.path.join(root, "search.jsonl"), "a") as f:
+        f.write(json.dumps(asdict(res)) + "\n")
+
+
+def load_module(root: str, name: str) -> Optional[Tuple[ModuleSearch, Trajectory]]:
+    path = _module_file(root, name)
+    if not os.path.exists(path):
+        return None
+    with np.load(path) as z:
+        res = ModuleSearch(**json.loads(bytes(z["summary"]).decode()))
+        return res, Trajectory(z["x"], z["default"], z["decision"], z["tested"])
+
+
+def run_search(root: str, modules: Sequence[Module], toolchain: Toolchain, cfg: SearchConfig, *,
+               on_done: Optional[Callable[[ModuleSearch], None]] = None) -> List[ModuleSearch]:
+    """Searches every module not yet searched in ``root`` (in parallel), and
+    returns every module's result (earlier runs' included). A module's random
+    draws depend only on the seed and its name, so a resumed run finds what an
+    uninterrupted one would have."""
+    os.makedirs(root, exist_ok=True)
+    done: Dict[str, ModuleSearch] = {}
+    todo: List[Module] = []
+    for m in modules:
+        got = load_module(root, m.name)
+        if got is not None:
+            done[m.name] = got[0]
+        else:
+            todo.append(m)
+    # largest bitcode first: no long module searched alone at the end
+    todo.sort(key=lambda m: -os.path.getsize(m.bc))
+    start = time.monotonic()
+    lock = threading.Lock()
+    work = tempfile.mkdtemp(prefix="mlbridge-search-")
+
+    def one(m: Module) -> Optional[ModuleSearch]:
+        if cfg.budget_s is not None and time.monotonic() - start > cfg.budget_s:
+            return None
+        seed = int.from_bytes(hashlib.sha256(f"{cfg.seed}:{m.name}".encode()).digest()[:8], "little")
+        res, traj = search_module(m, toolchain, work, cfg.tries, np.random.default_rng(seed), timeout=cfg.timeout)
+        with lock:
+            save_module(root, res, traj)
+        if on_done is not None:
+            on_done(res)
+        return res
+
+    try:
+        with ThreadPoolExecutor(max(1, cfg.jobs or os.cpu_count() or 1)) as pool:
+            for res in pool.map(one, todo):
+                if res is not None:
+                    done[res.module] = res
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return [done[m.name] for m in modules if m.name in done]
+
+
+def search_dataset(root: str, modules: Sequence[Module], *, flip_weight: float = 1.0,
+                   tested_weight: float = 1.0) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rows [m, 38], labels [m] (the decisions the search kept) and weights [m]
+    over the searched modules among ``modules``: a kept flip weighs
+    ``flip_weight``, a checked stock answer ``tested_weight``, the rest 1."""
+    xs, ys, ws = [], [], []
+    for m in modules:
+        got = load_module(root, m.name)
+        if got is None or not got[0].ok or len(got[1].decision) == 0:
+            continue
+        t = got[1]
+        w = np.ones(len(t.decision), np.float32)
+        w[t.tested] = tested_weight
+        w[t.decision != t.default] = flip_weight
+        xs.append(t.x)
+        ys.append(t.decision)
+        ws.append(w)
+    if not xs:
+        return np.zeros((0, len(FEATURES)), np.int64), np.zeros(0, np.int8), np.zeros(0, np.float32)
+    return np.concatenate(xs), np.concatenate(ys), np.concatenate(ws)
