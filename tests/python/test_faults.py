@@ -387,7 +387,13 @@ def test_compiler_dies_mid_session(serve, procs, fmt):
         assert c.evaluate({"x": 4}).tolist() == [4]
     dead, good = st.join()
     assert dead.clean is False and dead.observations == 1
-    assert ("truncated" in dead.error) if fmt == "bitstream" else ("without an end" in dead.error)
+    if fmt == "bitstream":
+        assert "truncated" in dead.error, dead.error
+    else:
+        # Which the server sees first is a race of the FIFO: the dead compiler's
+        # end of stream, or (when the next compiler opened the FIFO before the
+        # server read the EOF) the next session's header. Both say: no end message.
+        assert "without an end" in dead.error or "before this one sent its end message" in dead.error, dead.error
     assert good.clean and good.index == dead.index + 1
 
 
