@@ -63,6 +63,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--tested-weight", type=float, default=2.0,
                    help="weight of a stock decision that a rejected flip confirmed")
     s.add_argument("--epochs", type=int, default=600)
+    s.add_argument("--propose", metavar="POLICY.json", default=None,
+                   help="try first the flips this policy proposes (where it disagrees with -Oz)")
+    s.add_argument("--data", nargs="*", default=[], metavar="RUN",
+                   help="earlier search folders: per module the smallest result of all is learned from")
     s.add_argument("--no-eval", action="store_true", help="skip scoring the fitted policy on the training modules")
     s.add_argument("-j", "--jobs", type=int, default=0, help="modules searched in parallel (default: all cores)")
     s.add_argument("--seed", type=int, default=0)
@@ -193,7 +197,7 @@ def run_search_cmd(args: argparse.Namespace) -> int:
     from ..llvm.inliner_features import FEATURES
     from ..train.imitation import fit_imitation
     from ..train.policy import MLPPolicy
-    from ..train.search import SearchConfig, run_search, search_dataset
+    from ..train.search import SearchConfig, best_searches, run_search, search_dataset
     from ..train.size_trainer import SizeTrainer, TrainConfig, corpus_modules
 
     if args.tries < 0 or args.flip_weight < 0 or args.tested_weight < 0 or args.epochs < 1:
@@ -205,8 +209,13 @@ def run_search_cmd(args: argparse.Namespace) -> int:
     except CompileSetupError as exc:
         raise UsageError(str(exc)) from None
     modules = corpus_modules(corpora)
+    if args.propose and not os.path.isfile(args.propose):
+        raise UsageError(f"--propose {args.propose}: no such policy file")
+    for d in args.data:
+        if not os.path.isdir(os.path.join(d, "search")):
+            raise UsageError(f"--data {d}: not a search folder (no search/ inside)")
     cfg = SearchConfig(tries=args.tries, jobs=args.jobs, seed=args.seed, timeout=args.timeout,
-                       budget_s=None if args.minutes is None else 60 * args.minutes)
+                       budget_s=None if args.minutes is None else 60 * args.minutes, propose=args.propose)
     with Progress(len(modules), "flip search", quiet=args.quiet, unit="module") as bar:
         gained = [0, 0]
 
@@ -217,18 +226,21 @@ def run_search_cmd(args: argparse.Namespace) -> int:
             bar.update(1, postfix=f"{100 * gained[1] / max(1, gained[0]):.2f}% smaller")
         results = run_search(args.out, modules, tc, cfg, on_done=done)
     ok = [r for r in results if r.ok]
-    oz, best = sum(r.oz for r in ok), sum(r.best for r in ok)
+    # with --data: per module the smallest of all searches, as learned from
+    kept = [r for r, _ in best_searches([*args.data, args.out], modules)]
+    oz, best = sum(r.oz for r in kept), sum(r.best for r in kept)
     summary: Dict[str, Any] = {
         "modules": len(modules), "searched": len(results), "failed": len(results) - len(ok),
         "compiles": sum(r.tried + 1 for r in results), "search_seconds": round(sum(r.seconds for r in results), 1),
-        "kept_flips": sum(len(r.flips) for r in ok), "searched_oz": oz, "searched_best": best,
+        "kept_flips": sum(len(r.flips) for r in kept), "searched_oz": oz, "searched_best": best,
         "search_gain": (oz - best) / oz if oz else 0.0}
-    x, y, w = search_dataset(args.out, modules, flip_weight=args.flip_weight, tested_weight=args.tested_weight)
+    x, y, w, stock = search_dataset([*args.data, args.out], modules, flip_weight=args.flip_weight,
+                                    tested_weight=args.tested_weight)
     if len(y) == 0:
         raise UsageError("the search logged no inlining decision to learn from")
     pol = MLPPolicy(list(FEATURES), hidden, seed=args.seed)
     fit = fit_imitation(pol, x, y, weights=w, epochs=args.epochs)
-    flipped = y != _stock_labels(args.out, modules)
+    flipped = y != stock
     summary.update(fit_accuracy=fit["accuracy"], decisions=int(len(y)), flipped_decisions=int(flipped.sum()),
                    flips_reproduced=float(np.mean((pol.scores(pol.inputs(x[flipped])) > 0) == (y[flipped] > 0)))
                    if flipped.any() else None)
@@ -261,19 +273,6 @@ def run_search_cmd(args: argparse.Namespace) -> int:
             line += f", {100 * summary['train_total_reward']:+.2f}% .text vs -Oz on the training modules"
         print(line + f"; policy: {summary['policy']}")
     return 0
-
-
-def _stock_labels(root: str, modules: Sequence[Any]) -> Any:
-    """The -Oz heuristic's answers, row for row with search_dataset's rows."""
-    import numpy as np
-
-    from ..train.search import load_module
-    parts = []
-    for m in modules:
-        got = load_module(root, m.name)
-        if got is not None and got[0].ok and len(got[1].decision):
-            parts.append(got[1].default)
-    return np.concatenate(parts) if parts else np.zeros(0, np.int8)
 
 
 def run_report(args: argparse.Namespace) -> int:

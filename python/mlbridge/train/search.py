@@ -50,6 +50,7 @@ class SearchConfig:
     seed: int = 0
     timeout: float = 120.0     # per compile
     budget_s: Optional[float] = None   # stop starting new modules after this long
+    propose: Optional[str] = None      # a policy.json: try first where it disagrees with -Oz
 
 
 @dataclass
@@ -118,8 +119,15 @@ def compile_with_flips(module: Module, flips: Sequence[int], toolchain: Toolchai
 
 
 def search_module(module: Module, toolchain: Toolchain, work: str, tries: int, rng: np.random.Generator, *,
-                  timeout: float = 120.0) -> Tuple[ModuleSearch, Optional[Trajectory]]:
-    """The greedy flip search on one module (see the module docstring)."""
+                  timeout: float = 120.0, propose: Optional[Callable[[Trajectory], np.ndarray]] = None
+                  ) -> Tuple[ModuleSearch, Optional[Trajectory]]:
+    """The greedy flip search on one module (see the module docstring).
+
+    Candidates are ``tries`` query indices drawn uniformly, or, with
+    ``propose`` (a trajectory -> bool mask of the queries worth flipping, e.g.
+    where a policy disagrees with -Oz), the proposed ones first (asked again
+    after every kept flip, since the queries after it changed), then uniform
+    draws for the tries left."""
     t0 = time.monotonic()
     res = ModuleSearch(module.name, ok=False)
     r, traj = compile_with_flips(module, [], toolchain, work, timeout=timeout)
@@ -131,19 +139,43 @@ def search_module(module: Module, toolchain: Toolchain, work: str, tries: int, r
         res.seconds = time.monotonic() - t0
         return res, None
     flips: List[int] = []
-    n = len(traj.default)
-    cands = np.sort(rng.choice(n, size=min(tries, n), replace=False))
     tested: List[int] = []
-    for i in (int(c) for c in cands):
-        if i >= len(traj.default):   # a kept flip shortened the trajectory
-            continue
+
+    def try_flip(i: int) -> bool:
+        nonlocal traj
         r, new = compile_with_flips(module, flips + [i], toolchain, work, timeout=timeout)
         res.tried += 1
-        tested.append(i)
         if r.ok and r.text_bytes and r.text_bytes < res.best and new is not None:
             res.best = r.text_bytes
             flips.append(i)
             traj = new
+            # a rejection after i was judged on the queries before this flip: no evidence now
+            tested[:] = [t for t in tested if t < i]
+        tested.append(i)
+        return i in flips
+
+    if propose is not None:
+        last = -1
+        while res.tried < tries:
+            mask = np.asarray(propose(traj), bool)
+            mask[:last + 1] = False
+            nxt = np.flatnonzero(mask)
+            if not len(nxt):
+                break
+            for i in (int(v) for v in nxt):
+                last = i
+                if try_flip(i) or res.tried >= tries:
+                    break   # a kept flip changes the queries after it: propose again
+    n = len(traj.default)
+    left = np.setdiff1d(np.arange(n), np.asarray(tested, np.int64))
+    # Uniform draws walk in order too; with proposals they come after them (a
+    # draw before the last kept flip would be judged on a changed suffix).
+    left = left[left > (max(flips) if flips else -1)] if propose is not None else left
+    k = min(tries - res.tried, len(left))
+    draws = np.sort(rng.choice(left, size=k, replace=False)) if k > 0 else np.zeros(0, np.int64)
+    for i in (int(c) for c in draws):
+        if i < len(traj.default):   # a kept flip may have shortened the trajectory
+            try_flip(i)
     traj.tested[[i for i in tested if i < len(traj.tested)]] = True
     res.flips, res.queries = flips, len(traj.default)
     res.seconds = time.monotonic() - t0
@@ -204,12 +236,21 @@ def run_search(root: str, modules: Sequence[Module], toolchain: Toolchain, cfg: 
         if cfg.budget_s is not None and time.monotonic() - start > cfg.budget_s:
             return None
         seed = int.from_bytes(hashlib.sha256(f"{cfg.seed}:{m.name}".encode()).digest()[:8], "little")
-        res, traj = search_module(m, toolchain, work, cfg.tries, np.random.default_rng(seed), timeout=cfg.timeout)
+        res, traj = search_module(m, toolchain, work, cfg.tries, np.random.default_rng(seed), timeout=cfg.timeout,
+                                  propose=propose)
         with lock:
             save_module(root, res, traj)
         if on_done is not None:
             on_done(res)
         return res
+
+    propose = None
+    if cfg.propose:
+        from .policy import MLPPolicy
+        pol = MLPPolicy.load(cfg.propose)
+
+        def propose(t: Trajectory) -> np.ndarray:
+            return (pol.scores(pol.inputs(t.x)) > 0) != (t.default > 0)
 
     try:
         with ThreadPoolExecutor(max(1, cfg.jobs or os.cpu_count() or 1)) as pool:
@@ -221,23 +262,34 @@ def run_search(root: str, modules: Sequence[Module], toolchain: Toolchain, cfg: 
     return [done[m.name] for m in modules if m.name in done]
 
 
-def search_dataset(root: str, modules: Sequence[Module], *, flip_weight: float = 1.0,
-                   tested_weight: float = 1.0) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Rows [m, 38], labels [m] (the decisions the search kept) and weights [m]
-    over the searched modules among ``modules``: a kept flip weighs
-    ``flip_weight``, a checked stock answer ``tested_weight``, the rest 1."""
-    xs, ys, ws = [], [], []
+def best_searches(roots: Sequence[str], modules: Sequence[Module]) -> List[Tuple[ModuleSearch, Trajectory]]:
+    """Per module, the search that made it smallest among the run folders ``roots``."""
+    out = []
     for m in modules:
-        got = load_module(root, m.name)
-        if got is None or not got[0].ok or len(got[1].decision) == 0:
+        found = [g for g in (load_module(r, m.name) for r in roots) if g is not None and g[0].ok]
+        if found:
+            out.append(min(found, key=lambda g: g[0].best))
+    return out
+
+
+def search_dataset(roots: Sequence[str], modules: Sequence[Module], *, flip_weight: float = 1.0,
+                   tested_weight: float = 1.0) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Rows [m, 38], labels [m] (the decisions of each module's best search,
+    best_searches), weights [m] (a kept flip weighs ``flip_weight``, a stock
+    answer a rejected flip confirmed ``tested_weight``, the rest 1) and the
+    -Oz heuristic's answers [m]."""
+    xs, ys, ws, ds = [], [], [], []
+    for _, t in best_searches(roots, modules):
+        if len(t.decision) == 0:
             continue
-        t = got[1]
         w = np.ones(len(t.decision), np.float32)
         w[t.tested] = tested_weight
         w[t.decision != t.default] = flip_weight
         xs.append(t.x)
         ys.append(t.decision)
         ws.append(w)
+        ds.append(t.default)
     if not xs:
-        return np.zeros((0, len(FEATURES)), np.int64), np.zeros(0, np.int8), np.zeros(0, np.float32)
-    return np.concatenate(xs), np.concatenate(ys), np.concatenate(ws)
+        return (np.zeros((0, len(FEATURES)), np.int64), np.zeros(0, np.int8), np.zeros(0, np.float32),
+                np.zeros(0, np.int8))
+    return np.concatenate(xs), np.concatenate(ys), np.concatenate(ws), np.concatenate(ds)

@@ -198,8 +198,9 @@ def test_flip_search_finds_no_larger_modules_reproduces_and_resumes(corpus, tmp_
     more = []
     assert run_search(root, c.modules, tc, SearchConfig(tries=6, jobs=2, seed=3), on_done=more.append) == results
     assert more == []
-    x, y, w = search_dataset(root, c.modules, flip_weight=5.0, tested_weight=2.0)
-    assert x.shape == (len(y), len(FEATURES)) and w.shape == y.shape and len(y) > 0
+    x, y, w, stock = search_dataset([root], c.modules, flip_weight=5.0, tested_weight=2.0)
+    assert x.shape == (len(y), len(FEATURES)) and w.shape == y.shape == stock.shape and len(y) > 0
+    assert int((y != stock).sum()) == sum(len(r.flips) for r in results)
     assert ((w == 5.0).sum() == sum(len(r.flips) for r in results))
     pol = MLPPolicy(list(FEATURES), hidden=(4,), seed=0)
     fit = fit_imitation(pol, x, y, weights=w, epochs=200)
@@ -217,3 +218,22 @@ def test_train_search_cli_fits_a_policy_and_reports(corpus, tmp_path):
     assert os.path.exists(os.path.join(out, "policy.onnx")) and os.path.exists(os.path.join(out, "summary.json"))
     bad = cli("train", "search", corpus, "-o", out, "--tries", "-1", "--plugin", PLUGIN)
     assert bad.returncode == 2 and "Traceback" not in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_proposed_flips_come_first_and_stay_within_the_tries(corpus, tmp_path):
+    from mlbridge.train.search import compile_with_flips, search_module
+    tc = Toolchain.find(plugin=PLUGIN, need_plugin=True)
+    c = layout.load(corpus)
+    m, r0, t0 = _module_with_queries(c, tc, str(tmp_path))
+    asked = []
+
+    def propose(t):   # inline everything -Oz did not: a poor policy's proposals
+        asked.append(len(t.decision))
+        return t.default == 0
+    res, t = search_module(m, tc, str(tmp_path), 3, np.random.default_rng(0), propose=propose)
+    assert asked and res.ok and res.tried <= 3 and res.best <= res.oz == r0.text_bytes
+    assert bool(res.flips) == (res.best < res.oz)
+    if (t0.default == 0).sum() >= 10:   # enough proposals for every try: no uniform draw was compiled
+        assert all(t.default[i] == 0 for i in res.flips)
+    again, _ = compile_with_flips(m, res.flips, tc, str(tmp_path), want_log=False)
+    assert again.text_bytes == res.best
