@@ -131,11 +131,11 @@ def search_module(module: Module, toolchain: Toolchain, work: str, tries: int, r
     t0 = time.monotonic()
     res = ModuleSearch(module.name, ok=False)
     r, traj = compile_with_flips(module, [], toolchain, work, timeout=timeout)
-    if not r.ok or not r.text_bytes:
-        res.error = r.error or "no .text"
+    if not r.ok or r.text_bytes is None:
+        res.error = r.error or "no size"
         return res, None
     res.ok, res.oz, res.best = True, r.text_bytes, r.text_bytes
-    if traj is None:   # no call site asked about: nothing to search
+    if traj is None or not r.text_bytes:   # no call site asked about, or no code: nothing to search
         res.seconds = time.monotonic() - t0
         return res, None
     flips: List[int] = []
