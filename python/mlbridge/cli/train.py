@@ -46,12 +46,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="run the training compiles as Ray tasks on the cluster at ADDRESS (`auto`, "
                         "`ray://host:10001`, or `local` for Ray on this machine); corpora, clang and the plugin "
                         "must be at the same paths on every node. ES only")
-    r.add_argument("--seed", type=int, default=0)
-    r.add_argument("--timeout", type=float, default=120.0, help="per compile, seconds")
-    r.add_argument("--clang", default=None)
-    r.add_argument("--plugin", default=None, help="libMLBridgeLLVM.so (default: $MLBRIDGE_LLVM_PLUGIN or build/)")
-    r.add_argument("--quiet", action="store_true")
-    r.add_argument("--json", action="store_true", help="print the run's summary as JSON")
+    _run_options(r)
     r.set_defaults(run=run_train)
     s = ts.add_parser("search", help="learn from search: flip -Oz's decisions per module, imitate what shrank it")
     s.add_argument("corpora", nargs="+", help="corpus folders (corpus_description.json)")
@@ -65,16 +60,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--epochs", type=int, default=600)
     s.add_argument("--propose", metavar="POLICY.json", default=None,
                    help="try first the flips this policy proposes (where it disagrees with -Oz)")
-    s.add_argument("--data", nargs="*", default=[], metavar="RUN",
-                   help="earlier search folders: per module the smallest result of all is learned from")
+    s.add_argument("--data", action="append", default=[], metavar="RUN",
+                   help="an earlier search folder (repeatable): per module the smallest result of all is learned")
     s.add_argument("--no-eval", action="store_true", help="skip scoring the fitted policy on the training modules")
     s.add_argument("-j", "--jobs", type=int, default=0, help="modules searched in parallel (default: all cores)")
-    s.add_argument("--seed", type=int, default=0)
-    s.add_argument("--timeout", type=float, default=120.0, help="per compile, seconds")
-    s.add_argument("--clang", default=None)
-    s.add_argument("--plugin", default=None, help="libMLBridgeLLVM.so (default: $MLBRIDGE_LLVM_PLUGIN or build/)")
-    s.add_argument("--quiet", action="store_true")
-    s.add_argument("--json", action="store_true", help="print the run's summary as JSON")
+    _run_options(s)
     s.set_defaults(run=run_search_cmd)
 
     p = ts.add_parser("report", help="write RUN/report.md with plots; score the policy on corpora")
@@ -86,6 +76,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--plugin", default=None)
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(run=run_report)
+
+
+def _run_options(p: argparse.ArgumentParser) -> None:
+    """What every training command takes: seed, compile timeout, toolchain, output."""
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--timeout", type=float, default=120.0, help="per compile, seconds")
+    p.add_argument("--clang", default=None)
+    p.add_argument("--plugin", default=None, help="libMLBridgeLLVM.so (default: $MLBRIDGE_LLVM_PLUGIN or build/)")
+    p.add_argument("--quiet", action="store_true")
+    p.add_argument("--json", action="store_true", help="print the run's summary as JSON")
 
 
 def _hidden(text: str) -> tuple:
