@@ -47,9 +47,9 @@ llvm::cl::opt<std::string> trainingLogOpt("mlbridge-inline-training-log",
                                                          "decides (env MLBRIDGE_INLINE_TRAINING_LOG)"));
 
 llvm::cl::opt<std::string> flipOpt("mlbridge-inline-flip",
-                                   llvm::cl::desc("mlbridge ML inliner without a runner: invert the stock "
-                                                  "heuristic's answer at these 0-based query indices, e.g. 3,17 "
-                                                  "(env MLBRIDGE_INLINE_FLIP)"));
+                                   llvm::cl::desc("mlbridge ML inliner: invert the answer (the runner's, or "
+                                                  "without one the stock heuristic's) at these 0-based query "
+                                                  "indices, e.g. 3,17 (env MLBRIDGE_INLINE_FLIP)"));
 
 std::string pick(const llvm::cl::opt<std::string>& opt, const char* env) {
   if (opt.getNumOccurrences() > 0) return opt;

@@ -20,9 +20,9 @@ struct InlineRunnerConfig {
   RunnerChoice choice;   // runner "" / "none": the stock inliner
   bool stats = false;    // print how many decisions the model made
   std::string trainingLog;  // "": no training log (docs/training-logs.md)
-  // Without a runner: the stock heuristic decides, except at these query
-  // indices (0-based, in the order the advisor is asked), where its answer
-  // is inverted. The primitive of search-based training (docs/training.md).
+  // The answer (the runner's; the stock heuristic's without one) is inverted
+  // at these query indices (0-based, in the order the advisor is asked). The
+  // primitive of search-based training (docs/training.md).
   std::vector<uint64_t> flips;  // sorted, unique
   std::string flipsError;       // the option could not be read: warn, use the stock inliner
 

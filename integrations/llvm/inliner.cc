@@ -118,7 +118,7 @@ class MLBridgeInlineAdvisor final : public llvm::MLInlineAdvisor {
                    << " stock decisions after an error\n";
     if (log_) llvm::errs() << "mlbridge: inliner: " << log_->observations() << " decisions logged\n";
     if (!flips_.empty())
-      llvm::errs() << "mlbridge: inliner: " << queries_ << " stock decisions, " << flipped_ << " of them flipped\n";
+      llvm::errs() << "mlbridge: inliner flips: " << flipped_ << " of " << queries_ << " answers flipped\n";
   }
 
  protected:
@@ -133,13 +133,14 @@ class MLBridgeInlineAdvisor final : public llvm::MLInlineAdvisor {
     // The stock heuristic's answer costs an inline-cost analysis: only when
     // it decides or is logged.
     bool stock = false;
-    if (!fromModel || log_ || !flips_.empty()) stock = GetDefaultAdvice(cb);
+    if (!fromModel || log_) stock = GetDefaultAdvice(cb);
     if (!fromModel) {
       inlineIt = stock;
       if (adapter_) ++stockDecisions_;
     }
-    // Flips (no runner): the stock answer inverted at the listed query indices.
-    if (!adapter_ && nextFlip_ < flips_.size() && flips_[nextFlip_] == queries_) {
+    // Flips: the answer (the model's, or the stock heuristic's without a
+    // runner) inverted at the listed query indices.
+    if (nextFlip_ < flips_.size() && flips_[nextFlip_] == queries_) {
       inlineIt = !inlineIt;
       ++nextFlip_;
       ++flipped_;
@@ -154,7 +155,7 @@ class MLBridgeInlineAdvisor final : public llvm::MLInlineAdvisor {
   bool stats_;
   size_t stockDecisions_ = 0;
   std::unique_ptr<InlineTrainingLog> log_;
-  std::vector<uint64_t> flips_;  // sorted query indices whose stock answer is inverted
+  std::vector<uint64_t> flips_;  // sorted query indices whose answer is inverted
   size_t nextFlip_ = 0;
   uint64_t queries_ = 0;
   uint64_t flipped_ = 0;
@@ -173,12 +174,6 @@ llvm::InlineAdvisor* createAdvisor(llvm::Module& m, llvm::FunctionAnalysisManage
   }
   if (!config.flipsError.empty()) {
     llvm::errs() << "mlbridge: warning: ML inliner: " << config.flipsError << "; using the stock inliner\n";
-    return stock();
-  }
-  if (!config.flips.empty() && config.hasRunner()) {
-    llvm::errs() << "mlbridge: warning: ML inliner: -mlbridge-inline-flip flips the stock heuristic and takes no "
-                    "runner (runner "
-                 << config.choice.runner << "); using the stock inliner\n";
     return stock();
   }
   std::unique_ptr<InlineTrainingLog> log;

@@ -59,7 +59,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="weight of a stock decision that a rejected flip confirmed")
     s.add_argument("--epochs", type=int, default=600)
     s.add_argument("--propose", metavar="POLICY.json", default=None,
-                   help="try first the flips this policy proposes (where it disagrees with -Oz)")
+                   help="try first the flips this policy proposes (where it disagrees with the decisions taken)")
+    s.add_argument("--around", metavar="POLICY.json", default=None,
+                   help="search around this policy's decisions (in-process) instead of -Oz's; without "
+                        "--propose, each of its departures from -Oz is tried first")
     s.add_argument("--data", action="append", default=[], metavar="RUN",
                    help="an earlier search folder (repeatable): per module the smallest result of all is learned")
     s.add_argument("--no-eval", action="store_true", help="skip scoring the fitted policy on the training modules")
@@ -209,13 +212,15 @@ def run_search_cmd(args: argparse.Namespace) -> int:
     except CompileSetupError as exc:
         raise UsageError(str(exc)) from None
     modules = corpus_modules(corpora)
-    if args.propose and not os.path.isfile(args.propose):
-        raise UsageError(f"--propose {args.propose}: no such policy file")
+    for opt, path in (("--propose", args.propose), ("--around", args.around)):
+        if path and not os.path.isfile(path):
+            raise UsageError(f"{opt} {path}: no such policy file")
     for d in args.data:
         if not os.path.isdir(os.path.join(d, "search")):
             raise UsageError(f"--data {d}: not a search folder (no search/ inside)")
     cfg = SearchConfig(tries=args.tries, jobs=args.jobs, seed=args.seed, timeout=args.timeout,
-                       budget_s=None if args.minutes is None else 60 * args.minutes, propose=args.propose)
+                       budget_s=None if args.minutes is None else 60 * args.minutes, propose=args.propose,
+                       around=args.around)
     with Progress(len(modules), "flip search", quiet=args.quiet, unit="module") as bar:
         gained = [0, 0]
 

@@ -51,6 +51,7 @@ class SearchConfig:
     timeout: float = 120.0     # per compile
     budget_s: Optional[float] = None   # stop starting new modules after this long
     propose: Optional[str] = None      # a policy.json: try first where it disagrees with -Oz
+    around: Optional[str] = None       # a policy.json: search around its decisions (default: -Oz's)
 
 
 @dataclass
@@ -58,8 +59,9 @@ class ModuleSearch:
     """One module's search: sizes, the flips kept, and its final trajectory."""
     module: str
     ok: bool
-    oz: int = 0                # .text with no flip (the -Oz heuristic)
+    oz: int = 0                # .text of the -Oz heuristic
     best: int = 0              # .text with `flips`
+    start: int = 0             # .text with no flip (-Oz's, or the policy's searched around)
     flips: List[int] = field(default_factory=list)
     tried: int = 0             # compiles spent on flips
     queries: int = 0           # call sites the advisor was asked about (final trajectory)
@@ -82,23 +84,27 @@ class Trajectory:
     tested: np.ndarray
 
 
-def _flip_args(plugin: str, log_path: str, flips: Sequence[int]) -> List[str]:
+def _flip_args(plugin: str, log_path: str, flips: Sequence[int], model: Optional[str]) -> List[str]:
     args = plugin_args(plugin) + ["-mllvm", f"-mlbridge-inline-training-log={log_path}"]
+    if model:
+        args += ["-mllvm", "-mlbridge-inline-runner=onnx", "-mllvm", f"-mlbridge-inline-model={model}"]
     if flips:
         args += ["-mllvm", "-mlbridge-inline-flip=" + ",".join(str(int(i)) for i in sorted(flips))]
     return args
 
 
 def compile_with_flips(module: Module, flips: Sequence[int], toolchain: Toolchain, work: str, *,
-                       timeout: float = 120.0, want_log: bool = True
+                       timeout: float = 120.0, want_log: bool = True, model: Optional[str] = None
                        ) -> Tuple[CompileResult, Optional[Trajectory]]:
-    """Compiles ``module`` with the stock heuristic flipped at ``flips``; its size
-    and (``want_log``) the logged trajectory, or None when nothing was logged."""
+    """Compiles ``module`` with the stock heuristic (or the ONNX policy
+    ``model``, in-process) flipped at ``flips``; its size and (``want_log``) the
+    logged trajectory, or None when nothing was logged."""
     if not toolchain.plugin:
         raise ValueError("flipping the -Oz heuristic needs the mlbridge LLVM plugin")
     key = hashlib.sha1(module.name.encode()).hexdigest()[:16]
     log_path = os.path.join(work, f"{key}.{threading.get_ident()}.log")
-    opts = CompileOptions(timeout=timeout, extra_args=lambda m: _flip_args(toolchain.plugin or "", log_path, flips))
+    opts = CompileOptions(timeout=timeout, extra_args=lambda m: _flip_args(toolchain.plugin or "", log_path, flips,
+                                                                                  model))
     try:
         r = compile_module(module, _OZ, work, toolchain, opts, tag=f"flip{threading.get_ident()}")
         if not r.ok or not want_log or not os.path.exists(log_path):
@@ -119,22 +125,30 @@ def compile_with_flips(module: Module, flips: Sequence[int], toolchain: Toolchai
 
 
 def search_module(module: Module, toolchain: Toolchain, work: str, tries: int, rng: np.random.Generator, *,
-                  timeout: float = 120.0, propose: Optional[Callable[[Trajectory], np.ndarray]] = None
-                  ) -> Tuple[ModuleSearch, Optional[Trajectory]]:
+                  timeout: float = 120.0, propose: Optional[Callable[[Trajectory], np.ndarray]] = None,
+                  model: Optional[str] = None) -> Tuple[ModuleSearch, Optional[Trajectory]]:
     """The greedy flip search on one module (see the module docstring).
 
     Candidates are ``tries`` query indices drawn uniformly, or, with
     ``propose`` (a trajectory -> bool mask of the queries worth flipping, e.g.
     where a policy disagrees with -Oz), the proposed ones first (asked again
     after every kept flip, since the queries after it changed), then uniform
-    draws for the tries left."""
+    draws for the tries left. With ``model`` (an ONNX policy) the search is
+    around that policy's decisions instead of -Oz's (``oz`` is then the
+    policy's size)."""
     t0 = time.monotonic()
     res = ModuleSearch(module.name, ok=False)
-    r, traj = compile_with_flips(module, [], toolchain, work, timeout=timeout)
+    r, traj = compile_with_flips(module, [], toolchain, work, timeout=timeout, model=model)
     if not r.ok or r.text_bytes is None:
         res.error = r.error or "no size"
         return res, None
-    res.ok, res.oz, res.best = True, r.text_bytes, r.text_bytes
+    res.ok, res.oz, res.best, res.start = True, r.text_bytes, r.text_bytes, r.text_bytes
+    if model is not None:   # the policy's size is where the search starts; -Oz's is what it is scored against
+        oz, _ = compile_with_flips(module, [], toolchain, work, timeout=timeout, want_log=False)
+        if not oz.ok or oz.text_bytes is None:
+            res.ok, res.error = False, oz.error or "no size"
+            return res, None
+        res.oz = oz.text_bytes
     if traj is None or not r.text_bytes:   # no call site asked about, or no code: nothing to search
         res.seconds = time.monotonic() - t0
         return res, None
@@ -143,7 +157,7 @@ def search_module(module: Module, toolchain: Toolchain, work: str, tries: int, r
 
     def try_flip(i: int) -> bool:
         nonlocal traj
-        r, new = compile_with_flips(module, flips + [i], toolchain, work, timeout=timeout)
+        r, new = compile_with_flips(module, flips + [i], toolchain, work, timeout=timeout, model=model)
         res.tried += 1
         if r.ok and r.text_bytes and r.text_bytes < res.best and new is not None:
             res.best = r.text_bytes
@@ -237,20 +251,27 @@ def run_search(root: str, modules: Sequence[Module], toolchain: Toolchain, cfg: 
             return None
         seed = int.from_bytes(hashlib.sha256(f"{cfg.seed}:{m.name}".encode()).digest()[:8], "little")
         res, traj = search_module(m, toolchain, work, cfg.tries, np.random.default_rng(seed), timeout=cfg.timeout,
-                                  propose=propose)
+                                  propose=propose, model=model)
         with lock:
             save_module(root, res, traj)
         if on_done is not None:
             on_done(res)
         return res
 
+    model = None
+    if cfg.around:
+        from .policy import MLPPolicy
+        model = MLPPolicy.load(cfg.around).export_onnx(os.path.join(work, "around.onnx"))
     propose = None
     if cfg.propose:
         from .policy import MLPPolicy
         pol = MLPPolicy.load(cfg.propose)
 
         def propose(t: Trajectory) -> np.ndarray:
-            return (pol.scores(pol.inputs(t.x)) > 0) != (t.default > 0)
+            return (pol.scores(pol.inputs(t.x)) > 0) != (t.decision > 0)
+    elif cfg.around:
+        def propose(t: Trajectory) -> np.ndarray:   # check each of the policy's own departures from -Oz
+            return t.decision != t.default
 
     try:
         with ThreadPoolExecutor(max(1, cfg.jobs or os.cpu_count() or 1)) as pool:
@@ -274,21 +295,30 @@ def best_searches(roots: Sequence[str], modules: Sequence[Module]) -> List[Tuple
 
 def search_dataset(roots: Sequence[str], modules: Sequence[Module], *, flip_weight: float = 1.0,
                    tested_weight: float = 1.0) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Rows [m, 38], labels [m] (the decisions of each module's best search,
-    best_searches), weights [m] (a kept flip weighs ``flip_weight``, a stock
-    answer a rejected flip confirmed ``tested_weight``, the rest 1) and the
-    -Oz heuristic's answers [m]."""
+    """Every searched trajectory of ``modules`` in the run folders ``roots``
+    (all rounds, as DAgger aggregates): rows [m, 38], labels [m], weights [m]
+    and the -Oz heuristic's answers [m]. A query's label is what a compile
+    showed where one was tried (a kept flip, weight ``flip_weight``; the answer
+    a rejected flip confirmed, weight ``tested_weight``) and the -Oz
+    heuristic's answer elsewhere (weight 1: the prior, also in searches around
+    a policy, whose untried departures from -Oz are not evidence)."""
     xs, ys, ws, ds = [], [], [], []
-    for _, t in best_searches(roots, modules):
-        if len(t.decision) == 0:
-            continue
-        w = np.ones(len(t.decision), np.float32)
-        w[t.tested] = tested_weight
-        w[t.decision != t.default] = flip_weight
-        xs.append(t.x)
-        ys.append(t.decision)
-        ws.append(w)
-        ds.append(t.default)
+    for root in roots:
+        for m in modules:
+            got = load_module(root, m.name)
+            if got is None or not got[0].ok or len(got[1].decision) == 0:
+                continue
+            res, t = got
+            y = t.default.copy()
+            y[t.tested] = t.decision[t.tested]
+            w = np.ones(len(y), np.float32)
+            w[t.tested] = tested_weight
+            kept = np.asarray([i for i in res.flips if i < len(y)], np.int64)
+            w[kept] = flip_weight
+            xs.append(t.x)
+            ys.append(y)
+            ws.append(w)
+            ds.append(t.default)
     if not xs:
         return (np.zeros((0, len(FEATURES)), np.int64), np.zeros(0, np.int8), np.zeros(0, np.float32),
                 np.zeros(0, np.int8))

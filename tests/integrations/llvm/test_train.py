@@ -166,15 +166,17 @@ def test_a_malformed_flip_list_is_a_warning_and_the_stock_inliner(corpus, tmp_pa
     assert r.stderr.count("mlbridge: warning:") == 1
 
 
-def test_flips_with_a_runner_are_refused(corpus, tmp_path):
-    from mlbridge.corpus.compile import CompileOptions, Policy, compile_module
+def test_flips_invert_a_models_answers_too(corpus, tmp_path):
+    from mlbridge.train.search import compile_with_flips
     tc = Toolchain.find(plugin=PLUGIN, need_plugin=True)
     c = layout.load(corpus)
     model = str(tmp_path / "p.onnx")
-    MLPPolicy(list(FEATURES), hidden=(4,), seed=0).export_onnx(model)
-    opts = CompileOptions(extra_args=lambda m: ["-mllvm", "-mlbridge-inline-flip=0"])
-    r = compile_module(c.modules[0], Policy("onnx", model, model=model), str(tmp_path), tc, opts)
-    assert not r.ok and "takes no runner" in (r.error or ""), r.error
+    MLPPolicy(list(FEATURES), hidden=(4,), seed=0).export_onnx(model)   # score 0: never inline
+    m, _, _ = _module_with_queries(c, tc, str(tmp_path))
+    r0, t0 = compile_with_flips(m, [], tc, str(tmp_path), model=model)
+    assert r0.ok and t0 is not None and not t0.decision.any()       # the model decided
+    r1, t1 = compile_with_flips(m, [0], tc, str(tmp_path), model=model)
+    assert r1.ok and t1 is not None and t1.decision[0] == 1 and not t1.decision[1:].any()
 
 
 def test_flip_search_finds_no_larger_modules_reproduces_and_resumes(corpus, tmp_path):
@@ -205,6 +207,11 @@ def test_flip_search_finds_no_larger_modules_reproduces_and_resumes(corpus, tmp_
     pol = MLPPolicy(list(FEATURES), hidden=(4,), seed=0)
     fit = fit_imitation(pol, x, y, weights=w, epochs=200)
     assert fit["accuracy"] > 0.8
+    # A second round around a policy: scored against -Oz, started from the policy's own size.
+    pol.save(str(tmp_path / "p.json"))
+    r2 = run_search(str(tmp_path / "r2"), c.modules[:2], tc, SearchConfig(tries=2, jobs=2, around=str(tmp_path / "p.json")))
+    for r in r2:
+        assert r.ok and r.oz == base[r.module] and r.best <= r.start
 
 
 def test_train_search_cli_fits_a_policy_and_reports(corpus, tmp_path):
