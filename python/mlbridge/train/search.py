@@ -16,8 +16,11 @@ got strictly smaller. Every tried index stays valid in the final trajectory
 (its prefix never changes), so a rejected flip is evidence too: there, the
 stock answer was at least as good.
 
-Results are kept per module in ``RUN/search/`` (resumable: a module already
-searched is skipped) and summarized in ``RUN/search.jsonl``.
+The search can also start from a policy's decisions (``around``: the policy
+runs in-process and the flips invert its answers), trying its own departures
+from -Oz first: DAgger rounds, with the search as the expert. Results are kept
+per module in ``RUN/search/`` (resumable: a module already searched is
+skipped) and summarized in ``RUN/search.jsonl``.
 """
 from __future__ import annotations
 
@@ -50,7 +53,7 @@ class SearchConfig:
     seed: int = 0
     timeout: float = 120.0     # per compile
     budget_s: Optional[float] = None   # stop starting new modules after this long
-    propose: Optional[str] = None      # a policy.json: try first where it disagrees with -Oz
+    propose: Optional[str] = None      # a policy.json: try first where it disagrees with the decisions taken
     around: Optional[str] = None       # a policy.json: search around its decisions (default: -Oz's)
 
 
@@ -134,8 +137,8 @@ def search_module(module: Module, toolchain: Toolchain, work: str, tries: int, r
     where a policy disagrees with -Oz), the proposed ones first (asked again
     after every kept flip, since the queries after it changed), then uniform
     draws for the tries left. With ``model`` (an ONNX policy) the search is
-    around that policy's decisions instead of -Oz's (``oz`` is then the
-    policy's size)."""
+    around that policy's decisions instead of -Oz's: it starts from the
+    policy's size (``start``) and is scored against -Oz's (``oz``)."""
     t0 = time.monotonic()
     res = ModuleSearch(module.name, ok=False)
     r, traj = compile_with_flips(module, [], toolchain, work, timeout=timeout, model=model)
