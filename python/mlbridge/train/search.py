@@ -31,19 +31,18 @@ import shutil
 import tempfile
 import threading
 import time
+import warnings
+import zipfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..corpus.compile import CompileOptions, CompileResult, Policy, Toolchain, compile_module, plugin_args
+from ..corpus.compile import Toolchain
 from ..corpus.layout import Module
-from ..llvm.inliner_features import DEFAULT_DECISION, FEATURES
-from ..llvm.training_log import read_training_log
-
-_OZ = Policy("oz", "oz")
-_DECISION = "inlining_decision"
+from ..llvm.inliner_features import FEATURES
+from .logged_compile import Trajectory, compile_with_flips
 
 
 @dataclass
@@ -75,56 +74,6 @@ class ModuleSearch:
     def gain(self) -> float:
         """Relative .text reduction against -Oz (positive: smaller)."""
         return (self.oz - self.best) / self.oz if self.ok and self.oz > 0 else 0.0
-
-
-@dataclass
-class Trajectory:
-    """Per query: raw features [n, 38], the stock answer, the answer taken, and
-    whether a flip was tried there (the label was checked by a compile)."""
-    x: np.ndarray
-    default: np.ndarray
-    decision: np.ndarray
-    tested: np.ndarray
-
-
-def _flip_args(plugin: str, log_path: str, flips: Sequence[int], model: Optional[str]) -> List[str]:
-    args = plugin_args(plugin) + ["-mllvm", f"-mlbridge-inline-training-log={log_path}"]
-    if model:
-        args += ["-mllvm", "-mlbridge-inline-runner=onnx", "-mllvm", f"-mlbridge-inline-model={model}"]
-    if flips:
-        args += ["-mllvm", "-mlbridge-inline-flip=" + ",".join(str(int(i)) for i in sorted(flips))]
-    return args
-
-
-def compile_with_flips(module: Module, flips: Sequence[int], toolchain: Toolchain, work: str, *,
-                       timeout: float = 120.0, want_log: bool = True, model: Optional[str] = None
-                       ) -> Tuple[CompileResult, Optional[Trajectory]]:
-    """Compiles ``module`` with the stock heuristic (or the ONNX policy
-    ``model``, in-process) flipped at ``flips``; its size and (``want_log``) the
-    logged trajectory, or None when nothing was logged."""
-    if not toolchain.plugin:
-        raise ValueError("flipping the -Oz heuristic needs the mlbridge LLVM plugin")
-    key = hashlib.sha1(module.name.encode()).hexdigest()[:16]
-    log_path = os.path.join(work, f"{key}.{threading.get_ident()}.log")
-    opts = CompileOptions(timeout=timeout, extra_args=lambda m: _flip_args(toolchain.plugin or "", log_path, flips,
-                                                                                  model))
-    try:
-        r = compile_module(module, _OZ, work, toolchain, opts, tag=f"flip{threading.get_ident()}")
-        if not r.ok or not want_log or not os.path.exists(log_path):
-            return r, None
-        log = read_training_log(log_path)
-        trajs = [t for t in log.trajectories if t.steps]
-        if not trajs:
-            return r, None
-        x = np.concatenate([np.column_stack([t.features[n].reshape(t.steps) for n in FEATURES]) for t in trajs])
-        default = np.concatenate([t.features[DEFAULT_DECISION].reshape(t.steps) for t in trajs]).astype(np.int8)
-        decision = np.concatenate([t.features[_DECISION].reshape(t.steps) for t in trajs]).astype(np.int8)
-        return r, Trajectory(x.astype(np.int64), default, decision, np.zeros(len(default), bool))
-    finally:
-        try:
-            os.unlink(log_path)
-        except OSError:
-            pass
 
 
 def search_module(module: Module, toolchain: Toolchain, work: str, tries: int, rng: np.random.Generator, *,
@@ -162,14 +111,15 @@ def search_module(module: Module, toolchain: Toolchain, work: str, tries: int, r
         nonlocal traj
         r, new = compile_with_flips(module, flips + [i], toolchain, work, timeout=timeout, model=model)
         res.tried += 1
-        if r.ok and r.text_bytes and r.text_bytes < res.best and new is not None:
-            res.best = r.text_bytes
+        kept = bool(r.ok and r.text_bytes and r.text_bytes < res.best and new is not None)
+        if kept:
+            res.best = r.text_bytes or 0
             flips.append(i)
             traj = new
             # a rejection after i was judged on the queries before this flip: no evidence now
             tested[:] = [t for t in tested if t < i]
         tested.append(i)
-        return i in flips
+        return kept
 
     if propose is not None:
         last = -1
@@ -219,13 +169,43 @@ def save_module(root: str, res: ModuleSearch, traj: Optional[Trajectory]) -> Non
         f.write(json.dumps(asdict(res)) + "\n")
 
 
-def load_module(root: str, name: str) -> Optional[Tuple[ModuleSearch, Trajectory]]:
+def _read(root: str, name: str, arrays: bool) -> Optional[Tuple[ModuleSearch, Optional[Trajectory]]]:
+    """A saved module: its summary and (``arrays``) its trajectory. None when
+    there is none, or when the file cannot be read (it is searched again)."""
     path = _module_file(root, name)
     if not os.path.exists(path):
         return None
-    with np.load(path) as z:
-        res = ModuleSearch(**json.loads(bytes(z["summary"]).decode()))
-        return res, Trajectory(z["x"], z["default"], z["decision"], z["tested"])
+    try:
+        with np.load(path) as z:   # NpzFile reads only the members asked for
+            res = ModuleSearch(**json.loads(bytes(z["summary"]).decode()))
+            if not arrays:
+                return res, None
+            return res, Trajectory(z["x"], z["default"], z["decision"], z["tested"])
+    except (OSError, ValueError, KeyError, TypeError, zipfile.BadZipFile) as exc:
+        warnings.warn(f"{path}: unreadable search result ({type(exc).__name__}: {exc}); searching it again")
+        return None
+
+
+def load_summary(root: str, name: str) -> Optional[ModuleSearch]:
+    got = _read(root, name, arrays=False)
+    return got[0] if got is not None else None
+
+
+def load_module(root: str, name: str) -> Optional[Tuple[ModuleSearch, Trajectory]]:
+    got = _read(root, name, arrays=True)
+    return (got[0], got[1]) if got is not None and got[1] is not None else None
+
+
+def _proposer(cfg: SearchConfig) -> Optional[Callable[[Trajectory], np.ndarray]]:
+    """--propose: where that policy disagrees with the decisions taken; --around
+    alone: each of the policy's own departures from -Oz (checked in context)."""
+    if cfg.propose:
+        from .policy import MLPPolicy
+        pol = MLPPolicy.load(cfg.propose)
+        return lambda t: (pol.scores(pol.inputs(t.x)) > 0) != (t.decision > 0)
+    if cfg.around:
+        return lambda t: t.decision != t.default
+    return None
 
 
 def run_search(root: str, modules: Sequence[Module], toolchain: Toolchain, cfg: SearchConfig, *,
@@ -238,45 +218,35 @@ def run_search(root: str, modules: Sequence[Module], toolchain: Toolchain, cfg: 
     done: Dict[str, ModuleSearch] = {}
     todo: List[Module] = []
     for m in modules:
-        got = load_module(root, m.name)
-        if got is not None:
-            done[m.name] = got[0]
+        res = load_summary(root, m.name)
+        if res is not None:
+            done[m.name] = res
         else:
             todo.append(m)
     # largest bitcode first: no long module searched alone at the end
     todo.sort(key=lambda m: -os.path.getsize(m.bc))
     start = time.monotonic()
     lock = threading.Lock()
+    propose = _proposer(cfg)
     work = tempfile.mkdtemp(prefix="mlbridge-search-")
-
-    def one(m: Module) -> Optional[ModuleSearch]:
-        if cfg.budget_s is not None and time.monotonic() - start > cfg.budget_s:
-            return None
-        seed = int.from_bytes(hashlib.sha256(f"{cfg.seed}:{m.name}".encode()).digest()[:8], "little")
-        res, traj = search_module(m, toolchain, work, cfg.tries, np.random.default_rng(seed), timeout=cfg.timeout,
-                                  propose=propose, model=model)
-        with lock:
-            save_module(root, res, traj)
-        if on_done is not None:
-            on_done(res)
-        return res
-
-    model = None
-    if cfg.around:
-        from .policy import MLPPolicy
-        model = MLPPolicy.load(cfg.around).export_onnx(os.path.join(work, "around.onnx"))
-    propose = None
-    if cfg.propose:
-        from .policy import MLPPolicy
-        pol = MLPPolicy.load(cfg.propose)
-
-        def propose(t: Trajectory) -> np.ndarray:
-            return (pol.scores(pol.inputs(t.x)) > 0) != (t.decision > 0)
-    elif cfg.around:
-        def propose(t: Trajectory) -> np.ndarray:   # check each of the policy's own departures from -Oz
-            return t.decision != t.default
-
     try:
+        model = None
+        if cfg.around:
+            from .policy import MLPPolicy
+            model = MLPPolicy.load(cfg.around).export_onnx(os.path.join(work, "around.onnx"))
+
+        def one(m: Module) -> Optional[ModuleSearch]:
+            if cfg.budget_s is not None and time.monotonic() - start > cfg.budget_s:
+                return None
+            seed = int.from_bytes(hashlib.sha256(f"{cfg.seed}:{m.name}".encode()).digest()[:8], "little")
+            res, traj = search_module(m, toolchain, work, cfg.tries, np.random.default_rng(seed),
+                                      timeout=cfg.timeout, propose=propose, model=model)
+            with lock:
+                save_module(root, res, traj)
+            if on_done is not None:
+                on_done(res)
+            return res
+
         with ThreadPoolExecutor(max(1, cfg.jobs or os.cpu_count() or 1)) as pool:
             for res in pool.map(one, todo):
                 if res is not None:
@@ -286,13 +256,13 @@ def run_search(root: str, modules: Sequence[Module], toolchain: Toolchain, cfg: 
     return [done[m.name] for m in modules if m.name in done]
 
 
-def best_searches(roots: Sequence[str], modules: Sequence[Module]) -> List[Tuple[ModuleSearch, Trajectory]]:
+def best_searches(roots: Sequence[str], modules: Sequence[Module]) -> List[ModuleSearch]:
     """Per module, the search that made it smallest among the run folders ``roots``."""
     out = []
     for m in modules:
-        found = [g for g in (load_module(r, m.name) for r in roots) if g is not None and g[0].ok]
+        found = [r for r in (load_summary(root, m.name) for root in roots) if r is not None and r.ok]
         if found:
-            out.append(min(found, key=lambda g: g[0].best))
+            out.append(min(found, key=lambda r: r.best))
     return out
 
 
