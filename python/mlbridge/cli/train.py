@@ -201,7 +201,7 @@ def run_search_cmd(args: argparse.Namespace) -> int:
     from ..train.imitation import fit_imitation
     from ..train.policy import MLPPolicy
     from ..train.search import SearchConfig, best_searches, run_search, search_dataset
-    from ..train.size_trainer import SizeTrainer, TrainConfig, corpus_modules
+    from ..train.size_trainer import corpus_modules
 
     if args.tries < 0 or args.flip_weight < 0 or args.tested_weight < 0 or args.epochs < 1:
         raise UsageError("--tries, --flip-weight and --tested-weight must be >= 0, --epochs >= 1")
@@ -213,8 +213,11 @@ def run_search_cmd(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     modules = corpus_modules(corpora)
     for opt, path in (("--propose", args.propose), ("--around", args.around)):
-        if path and not os.path.isfile(path):
-            raise UsageError(f"{opt} {path}: no such policy file")
+        if path:
+            try:
+                MLPPolicy.load(path)
+            except (OSError, ValueError, KeyError, TypeError) as exc:
+                raise UsageError(f"{opt} {path}: not a policy file ({type(exc).__name__}: {exc})") from None
     for d in args.data:
         if not os.path.isdir(os.path.join(d, "search")):
             raise UsageError(f"--data {d}: not a search folder (no search/ inside)")
@@ -232,7 +235,7 @@ def run_search_cmd(args: argparse.Namespace) -> int:
         results = run_search(args.out, modules, tc, cfg, on_done=done)
     ok = [r for r in results if r.ok]
     # with --data: per module the smallest of all searches, as learned from
-    kept = [r for r, _ in best_searches([*args.data, args.out], modules)]
+    kept = best_searches([*args.data, args.out], modules)
     oz, best = sum(r.oz for r in kept), sum(r.best for r in kept)
     summary: Dict[str, Any] = {
         "modules": len(modules), "searched": len(results), "failed": len(results) - len(ok),
@@ -253,19 +256,16 @@ def run_search_cmd(args: argparse.Namespace) -> int:
     pol.export_onnx(os.path.join(args.out, "policy.onnx"))
     summary["policy"] = os.path.join(args.out, "policy.onnx")
     if not args.no_eval:
-        from ..corpus.evaluate import oz_sizes
-        baseline: Dict[str, int] = {r.module: r.oz for r in ok}
+        from ..corpus.compile import Policy
+        from ..corpus.evaluate import BaselineCache, default_cache_dir, evaluate
+        model = os.path.abspath(summary["policy"])
+        oz_total = pol_total = failures = 0
         for c in corpora:
-            if any(m.name not in baseline for m in c.modules):
-                baseline.update(oz_sizes(c, tc, jobs=args.jobs or None))
-        trainer = SizeTrainer(os.path.join(args.out, "eval"), modules, baseline, tc,
-                              TrainConfig(hidden=hidden, jobs=args.jobs, timeout=args.timeout), init=pol)
-        try:
-            ev = trainer.evaluate(pol)
-        finally:
-            trainer.close()
-            trainer.tb.close()
-        summary.update(train_total_reward=ev["total_reward"], train_failures=ev["failures"])
+            t = evaluate(c, Policy("onnx", model, model=model), tc, jobs=args.jobs or None,
+                         cache=BaselineCache(default_cache_dir())).totals()
+            oz_total, pol_total, failures = oz_total + t["oz_text"], pol_total + t["policy_text"], failures + t["failed"]
+        summary.update(train_total_reward=(oz_total - pol_total) / oz_total if oz_total else 0.0,
+                       train_failures=failures)
     with open(os.path.join(args.out, "summary.json"), "w") as f:
         json.dump(summary, f, indent=1)
     if args.json:
