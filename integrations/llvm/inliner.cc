@@ -29,8 +29,8 @@
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/raw_ostream.h>
 
-#include <memory>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -118,7 +118,7 @@ class MLBridgeInlineAdvisor final : public llvm::MLInlineAdvisor {
                    << " stock decisions after an error\n";
     if (log_) llvm::errs() << "mlbridge: inliner: " << log_->observations() << " decisions logged\n";
     if (!flips_.empty())
-      llvm::errs() << "mlbridge: inliner flips: " << flipped_ << " of " << queries_ << " answers flipped\n";
+      llvm::errs() << "mlbridge: inliner flips: " << nextFlip_ << " of " << queries_ << " answers flipped\n";
   }
 
  protected:
@@ -143,7 +143,6 @@ class MLBridgeInlineAdvisor final : public llvm::MLInlineAdvisor {
     if (nextFlip_ < flips_.size() && flips_[nextFlip_] == queries_) {
       inlineIt = !inlineIt;
       ++nextFlip_;
-      ++flipped_;
     }
     ++queries_;
     if (log_) log_->log(*ModelRunner, stock, inlineIt);
@@ -156,9 +155,8 @@ class MLBridgeInlineAdvisor final : public llvm::MLInlineAdvisor {
   size_t stockDecisions_ = 0;
   std::unique_ptr<InlineTrainingLog> log_;
   std::vector<uint64_t> flips_;  // sorted query indices whose answer is inverted
-  size_t nextFlip_ = 0;
+  size_t nextFlip_ = 0;  // also: how many answers were flipped
   uint64_t queries_ = 0;
-  uint64_t flipped_ = 0;
 };
 
 llvm::InlineAdvisor* createAdvisor(llvm::Module& m, llvm::FunctionAnalysisManager& fam, llvm::InlineParams params,
