@@ -244,3 +244,45 @@ def test_proposed_flips_come_first_and_stay_within_the_tries(corpus, tmp_path):
         assert all(t.default[i] == 0 for i in res.flips)
     again, _ = compile_with_flips(m, res.flips, tc, str(tmp_path), want_log=False)
     assert again.text_bytes == res.best
+
+
+def test_a_module_whose_compile_fails_is_a_failed_result_and_the_search_goes_on(corpus, tmp_path):
+    from mlbridge.train.search import SearchConfig, run_search, search_dataset
+    tc = Toolchain.find(plugin=PLUGIN, need_plugin=True)
+    c = layout.load(corpus)
+    root = str(tmp_path / "s")
+    results = run_search(root, c.modules, tc, SearchConfig(tries=2, jobs=2, timeout=0.001))   # every compile times out
+    assert len(results) == len(c.modules)
+    assert all(not r.ok and "timed out" in (r.error or "") and r.tried == 0 for r in results)
+    x, y, w, stock = search_dataset([root], c.modules)
+    assert len(y) == 0                                          # nothing made up for a failed module
+    p = cli("train", "search", corpus, "-o", root, "--plugin", PLUGIN, "--timeout", "0.001")
+    assert p.returncode == 2 and "no inlining decision" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_an_unreadable_saved_result_is_searched_again(corpus, tmp_path):
+    import glob
+    from mlbridge.train.search import SearchConfig, run_search
+    tc = Toolchain.find(plugin=PLUGIN, need_plugin=True)
+    c = layout.load(corpus)
+    root = str(tmp_path / "s")
+    mods = c.modules[:2]
+    first = run_search(root, mods, tc, SearchConfig(tries=2, jobs=2))
+    victim = sorted(glob.glob(os.path.join(root, "search", "*.npz")))[0]
+    with open(victim, "r+b") as f:   # a disk that lost the file's end
+        f.truncate(20)
+    again = []
+    with pytest.warns(UserWarning, match="unreadable search result"):
+        second = run_search(root, mods, tc, SearchConfig(tries=2, jobs=2), on_done=again.append)
+    def found(rs):   # all but the wall time
+        return [(r.module, r.ok, r.oz, r.best, r.flips, r.tried) for r in rs]
+    assert len(again) == 1 and found(second) == found(first)   # searched once more, the same result
+
+
+def test_train_search_refuses_a_policy_file_that_is_not_one(corpus, tmp_path):
+    bad = tmp_path / "p.json"
+    bad.write_text('{"names": ')
+    for opt in ("--around", "--propose"):
+        p = cli("train", "search", corpus, "-o", str(tmp_path / "o"), opt, str(bad), "--plugin", PLUGIN)
+        assert p.returncode == 2 and "not a policy file" in p.stderr and "Traceback" not in p.stderr
+        assert len(p.stderr.strip().splitlines()) == 1
