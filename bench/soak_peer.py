@@ -20,6 +20,7 @@ import argparse
 import json
 import os
 import signal
+import socket
 import sys
 import threading
 
@@ -78,6 +79,11 @@ def dying(server_cls, death):
     return Dying
 
 
+def ready_line(port, inherited):
+    others, tcp = inherited
+    return json.dumps({"event": "ready", "port": port, "inherited": others, "inherited_tcp": tcp})
+
+
 def serve_channels(cls, bases, model, inherited, **kw):
     servers = [cls(b, format="auto", timeout=10.0, **kw) for b in bases]
 
@@ -91,29 +97,47 @@ def serve_channels(cls, bases, model, inherited, **kw):
     threads = [threading.Thread(target=loop, args=(s,), daemon=True) for s in servers]
     for t in threads:
         t.start()
-    print(json.dumps({"event": "ready", "port": 0, "inherited": inherited}), flush=True)
+    print(ready_line(0, inherited), flush=True)
     threading.Event().wait()
 
 
 def inherited_fds(argv):
     """Descriptors beyond stdin/stdout/stderr this process got from the bench
     (one would keep a dead compiler's channel open), except those the bench
-    itself inherited (--ignore-fds)."""
+    itself inherited (--ignore-fds). Returns (others, tcp): TCP sockets are
+    counted apart. mlbridge creates no TCP socket, gRPC's client does, and
+    it sets close-on-exec in a second call after socket() (grpc/grpc#34634):
+    a spawn in another thread between the two hands the socket down. Any
+    other descriptor would be one the library leaked."""
     ignore = set()
     for a in argv:
         if a.startswith("--ignore-fds="):
             ignore = {int(x) for x in a.split("=", 1)[1].split(",") if x}
     fds = [int(fd) for fd in os.listdir("/proc/self/fd")]
-    extra = []
+    others, tcp = [], []
     for fd in fds:
         if fd > 2 and fd not in ignore:
             try:
-                extra.append(f"{fd} -> {os.readlink(f'/proc/self/fd/{fd}')}")
+                what = f"{fd} -> {os.readlink(f'/proc/self/fd/{fd}')}"
             except OSError:
-                pass   # listdir's own descriptor, closed by now
-    if extra:
-        print(f"soak_peer: inherited descriptors: {', '.join(extra)}", file=sys.stderr, flush=True)
-    return len(extra)
+                continue   # listdir's own descriptor, closed by now
+            (tcp if is_tcp_socket(fd) else others).append(what)
+    if others:
+        print(f"soak_peer: inherited descriptors: {', '.join(others)}", file=sys.stderr, flush=True)
+    if tcp:
+        print(f"soak_peer: inherited gRPC TCP sockets: {', '.join(tcp)}", file=sys.stderr, flush=True)
+    return len(others), len(tcp)
+
+
+def is_tcp_socket(fd):
+    try:
+        s = socket.socket(fileno=fd)
+    except OSError:
+        return False   # not a socket
+    try:
+        return s.family in (socket.AF_INET, socket.AF_INET6) and s.type == socket.SOCK_STREAM
+    finally:
+        s.detach()
 
 
 def die_with_parent(parent):
@@ -151,7 +175,7 @@ def main():
     else:
         server = GrpcServer(model, args.address, max_workers=args.max_workers, concurrent=True)
         server.start()
-        print(json.dumps({"event": "ready", "port": server.port, "inherited": inherited}), flush=True)
+        print(ready_line(server.port, inherited), flush=True)
         server.wait()
     return 0
 
