@@ -293,3 +293,31 @@ def test_read_log_limit_is_settable(tmp_path):
     assert len(list(mlbridge.read_log(tmp_path / "log"))) == 1
     with pytest.raises(ProtocolError, match="limit"):
         list(mlbridge.read_log(tmp_path / "log", max_message=1000))
+
+
+# JSON nested deeper than the standard library's recursive parser goes (orjson
+# refuses it and the fallback used to raise RecursionError).
+DEEP = b"[" * 100000
+
+
+@pytest.mark.parametrize("where", ["bitstream header", "bitstream record", "json payload", "spec"])
+def test_regression_deeply_nested_json(tmp_path, where):
+    if where == "json payload":
+        f = get_format("json")
+        with pytest.raises(ProtocolError):
+            f.decode_payload(DEEP)
+        with pytest.raises(ProtocolError):
+            decode_all(f.preamble() + f.frame(DEEP), f.model_decoder())
+    elif where == "spec":
+        with pytest.raises(ProtocolError):
+            TensorSpec.from_json(DEEP)
+    else:
+        f = get_format("bitstream")
+        spec = [TensorSpec("x", "float", [1])]
+        stream = b'{"features":' + DEEP + b"\n" if where == "bitstream header" else \
+            f.header(spec, []) + DEEP + b"\n"
+        with pytest.raises(ProtocolError):
+            decode_all(stream, f.model_decoder())
+        (tmp_path / "log").write_bytes(stream)
+        with pytest.raises(ProtocolError):
+            list(mlbridge.read_log(tmp_path / "log"))

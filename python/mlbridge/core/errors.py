@@ -13,6 +13,13 @@ __all__ = [
 ]
 
 
+#: What parsing untrusted JSON text can raise: not JSON (ValueError), not
+#: UTF-8, or nested deeper than the standard library's recursive parser goes
+#: (RecursionError: ``[[[[...`` a few thousand deep). Readers turn these into
+#: their documented error.
+BAD_JSON = (ValueError, UnicodeDecodeError, RecursionError)
+
+
 class MLBridgeError(Exception):
     """Base class of all mlbridge errors."""
 

@@ -8,7 +8,7 @@ from typing import Any, Iterable, List, Mapping, Optional, Sequence, Tuple, Unio
 import numpy as np
 
 from . import dtypes as _dt
-from .errors import ProtocolError
+from .errors import BAD_JSON, ProtocolError
 
 __all__ = ["TensorSpec", "specs_from_json", "specs_to_json", "json_string", "MAX_DIMS", "shape_problem"]
 
@@ -133,7 +133,7 @@ class TensorSpec:
         if isinstance(obj, (str, bytes, bytearray)):
             try:
                 obj = json.loads(obj)
-            except ValueError as exc:
+            except BAD_JSON as exc:
                 raise ProtocolError(f"tensor spec is not valid JSON: {exc}") from None
         if not isinstance(obj, Mapping):
             raise ProtocolError(f"tensor spec must be a JSON object, got {type(obj).__name__}")

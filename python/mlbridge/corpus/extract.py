@@ -30,6 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
+from ..core.errors import BAD_JSON
 from . import elf
 from .layout import UNSPECIFIED_OVERRIDE, CorpusError, check_name, write_description
 
@@ -111,7 +112,7 @@ def sources_from_compile_commands(path: str) -> Tuple[List[Source], List[Outcome
     try:
         with open(path, "rb") as f:
             entries = json.loads(f.read())
-    except (ValueError, UnicodeDecodeError) as exc:
+    except BAD_JSON as exc:
         raise ExtractError(f"{path}: not JSON ({exc})") from None
     if not isinstance(entries, list):
         raise ExtractError(f"{path}: expected a JSON list of compile commands")
@@ -363,7 +364,7 @@ def _load_stamp(out: str, opts: Options) -> Dict[str, Any]:
     try:
         with open(os.path.join(out, STAMP), "rb") as f:
             stamp = json.loads(f.read())
-    except (OSError, ValueError, UnicodeDecodeError):
+    except (OSError, *BAD_JSON):
         return {}
     if not isinstance(stamp, dict) or stamp.get("version") != STAMP_VERSION \
             or not isinstance(stamp.get("modules"), dict):

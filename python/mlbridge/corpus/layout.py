@@ -18,7 +18,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence
 
-from ..core.errors import MLBridgeError
+from ..core.errors import BAD_JSON, MLBridgeError
 
 DESCRIPTION = "corpus_description.json"
 #: what extract_ir writes as the override of a local ThinLTO corpus: "fill in yourself"
@@ -117,7 +117,7 @@ def load(root: str, *, check_files: bool = True) -> Corpus:
     try:
         with open(path, "rb") as f:
             desc = json.loads(f.read())
-    except (ValueError, UnicodeDecodeError) as exc:
+    except BAD_JSON as exc:
         raise CorpusError(f"{path}: not JSON ({exc})") from None
     if not isinstance(desc, dict) or not isinstance(desc.get("modules"), list):
         raise CorpusError(f"{path}: expected an object with a \"modules\" list")

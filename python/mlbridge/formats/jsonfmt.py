@@ -13,7 +13,7 @@ from typing import Any, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..core import dtypes as _dt
-from ..core.errors import ProtocolError
+from ..core.errors import BAD_JSON, ProtocolError
 from ..core.messages import Context, End, Header, Observation, Reply, NamedTensor, PROTOCOL_VERSION
 from ..core.spec import TensorSpec, json_string, shape_problem, specs_from_json, specs_to_json
 from .framing import FramedFormat
@@ -162,7 +162,7 @@ def loads(payload: Any) -> Any:
         if not isinstance(payload, (bytes, bytearray, str)):
             payload = bytes(payload)
         return json.loads(payload)
-    except (ValueError, UnicodeDecodeError) as exc:
+    except BAD_JSON as exc:
         raise ProtocolError(f"json: payload is not valid JSON ({exc})") from None
 
 

@@ -32,7 +32,7 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 
-from ..core.errors import ProtocolError
+from ..core.errors import BAD_JSON, ProtocolError
 from ..core.spec import TensorSpec, specs_from_json
 
 __all__ = [
@@ -110,7 +110,7 @@ def _json_line(data: Any, pos: int, end: int, path: str, limit: int = 4096) -> T
         raise ProtocolError(f"{path}: truncated record at byte {pos} (no end of line)")
     try:
         obj = json.loads(data[pos:nl])
-    except ValueError:
+    except BAD_JSON:
         raise ProtocolError(f"{path}: byte {pos}: not a JSON record: {bytes(data[pos:nl])[:80]!r}") from None
     if not isinstance(obj, dict):
         raise ProtocolError(f"{path}: byte {pos}: a record must be a JSON object")
