@@ -855,6 +855,10 @@ int Soak::run() {
     killerPaused_ = true;
     allPeersUp(60000);
     afterWarmup = quietFootprint();
+    for (auto t1 = Clock::now(); afterWarmup.sockets > 0 && msSince(t1) < 10000;) {  // gRPC still closing
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      afterWarmup = quietFootprint();
+    }
     // The rest in segments of about a minute, each ending at the same quiet
     // point: the RSS at each shows a trend, not just two numbers.
     double rest = std::max(1.0, total - msSince(t0) / 1000);
@@ -864,16 +868,21 @@ int Soak::run() {
       runSessions(std::max(1.0, (total - msSince(t0) / 1000) / (segments - i)));
       killerPaused_ = true;
       allPeersUp(60000);
-      // Threads a library parks (gRPC's pools) may take a moment to end.
+      // Threads a library parks (gRPC's pools) may take a moment to end, and
+      // gRPC closes a destroyed channel's connections asynchronously: their
+      // buffers are in the heap until then. Wait (bounded) for both, so the
+      // heap is compared at like points.
       auto t1 = Clock::now();
+      bool socketsBack = false;
       do {
         atEnd = quietFootprint();
         settled = atEnd.fds - atEnd.sockets <= afterWarmup.fds - afterWarmup.sockets &&
                   atEnd.sockets <= kGrpcBound &&
                   atEnd.threads - atEnd.grpcThreads <= afterWarmup.threads - afterWarmup.grpcThreads &&
                   atEnd.grpcThreads <= kGrpcBound;
-        if (!settled) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      } while (!settled && msSince(t1) < 30000);
+        socketsBack = atEnd.sockets <= afterWarmup.sockets;
+        if (!settled || !socketsBack) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      } while ((!settled && msSince(t1) < 30000) || (!socketsBack && msSince(t1) < 10000));
       rssCheckpoints += (rssCheckpoints.empty() ? "" : ",") + std::to_string(atEnd.rssKb);
       maxChannelsAlive_ = std::max(maxChannelsAlive_, channelsAlive());
       if (!settled)
