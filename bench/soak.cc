@@ -85,7 +85,7 @@ struct Options {
   // default (the bench restarts itself with GLIBC_TUNABLES): the heap in use
   // is then what is live.
   bool mallocTcache = false;
-  bool keepGrpc = false;  // hold gRPC initialized between sessions (see Soak::run)
+  bool keepGrpc = true;  // hold gRPC initialized between sessions (see Soak::run)
 };
 
 double msSince(Clock::time_point t0) {
@@ -815,11 +815,11 @@ int Soak::run() {
   }
 
 #ifdef MLBRIDGE_BENCH_WITH_GRPC
-  // --keep-grpc 1: gRPC stays initialized for the whole run, as in a
-  // long-lived compiler; by default the last runner's end shuts gRPC down at
-  // every quiet point (and frees what gRPC keeps until then). Its own pools
-  // then count in every measure, and they vary (docs/reliability.md). A
-  // channel only connects when used; this one never is.
+  // --keep-grpc 1 (the default): gRPC stays initialized for the whole run, as
+  // in a long-lived compiler, and its pools count in every measure (bounded,
+  // see kGrpcBound). With 0 the last runner's end shuts gRPC down at every
+  // quiet point, which exercises gRPC's init and shutdown as well
+  // (docs/reliability.md). A channel only connects when used; this one never is.
   std::shared_ptr<GrpcChannel> keepGrpc;
   if (o_.keepGrpc && std::find(enabled_.begin(), enabled_.end(), kGrpc) != enabled_.end()) {
     GrpcRunnerOptions g;
@@ -966,11 +966,11 @@ int Soak::run() {
               "\"sessions\":%ld,\"decisions\":%ld,\"wrong_answers\":%ld,\"kills\":%ld,\"failures_reported\":%ld,"
               "\"max_failure_ms\":%.1f,\"max_bound_ms\":%d,\"slack_ms\":%d,\"start\":%s,\"after_warmup\":%s,"
               "\"end\":%s,\"rss_kb_segments\":[%s],\"rss_growth_pct\":%.2f,\"heap_growth_pct\":%.2f,"
-              "\"malloc_arenas\":%d,\"malloc_tcache\":%s,\"grpc_channels_alive\":%d%s}\n",
+              "\"malloc_arenas\":%d,\"malloc_tcache\":%s,\"keep_grpc\":%s,\"grpc_channels_alive\":%d%s}\n",
               ok ? "true" : "false", static_cast<unsigned long long>(o_.seed), seconds, warmup, o_.sessions, sessions,
               decisions, wrong, kills, failures, maxFailMs, maxBound, o_.slackMs, footprintJson(atStart).c_str(),
               footprintJson(afterWarmup).c_str(), footprintJson(atEnd).c_str(), rssCheckpoints.c_str(), rssGrowth,
-              heapGrowth, o_.mallocArenas, tcacheOn() ? "true" : "false", maxChannelsAlive_, skipped.c_str());
+              heapGrowth, o_.mallocArenas, tcacheOn() ? "true" : "false", o_.keepGrpc ? "true" : "false", maxChannelsAlive_, skipped.c_str());
   std::fflush(stdout);
   return ok ? 0 : 1;
 }
@@ -979,7 +979,7 @@ int usage() {
   std::fprintf(stderr,
                "usage: mlbridge-bench soak [--minutes M] [--sessions S] [--seed N] [--transports pipe,shm,grpc]\n"
                "                           [--kill-every-s S] [--timeout-ms T] [--slack-ms MS] [--python PY]\n"
-               "                           [--malloc-arenas N (2; 0: glibc's default)] [--keep-grpc 0|1]\n"
+               "                           [--malloc-arenas N (2; 0: glibc's default)] [--keep-grpc 0|1 (1)]\n"
                "                           [--malloc-tcache 0|1 (0)]\n");
   return 2;
 }
