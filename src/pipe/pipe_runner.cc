@@ -126,6 +126,15 @@ Status PipeModelRunner::connect() {
     backoff.pause(deadline);
   }
   growPipe(f.outFd);
+  // Nothing in BASE.in can be for us before our header: bytes there are
+  // replies an earlier compiler left unread (it gave up waiting). In
+  // bitstream, which has no reply ids, they would pass for our answers.
+  char scrap[4096];
+  for (size_t drained = 0; drained < (size_t(64) << 20);) {
+    ssize_t n = read(f.inFd, scrap, sizeof scrap);
+    if (n <= 0) break;  // EAGAIN (empty), EOF or an error: nothing more to drop now
+    drained += static_cast<size_t>(n);
+  }
   return m.session.start(&f);
 }
 

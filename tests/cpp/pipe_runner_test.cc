@@ -217,6 +217,30 @@ TEST(PipeRunner, LateExtraBytesAreDetectedBeforeTheNextRequest) {
   model.join();
 }
 
+TEST(PipeRunner, RepliesLeftInTheChannelAreDroppedAtConnect) {
+  // An earlier compiler gave up on a slow answer; the model answered anyway
+  // and the bytes wait in BASE.in. Bitstream has no reply ids: they must not
+  // pass for the answer to the next compiler's first request.
+  TempChannel ch;
+  FakeModel model(ch.base());
+  model.open();
+  model.write(le64(7));  // the late answer, before the new compiler connects
+  model.run([&](FakeModel& m) {
+    m.readLine();  // header
+    m.readLine();  // observation line
+    m.read(21);
+    m.write(le64(1));
+    m.readToEnd();
+  });
+  auto r = PipeModelRunner::create(features(), {advice()}, opts(ch));
+  ASSERT_TRUE(r.ok()) << r.status().toString();
+  StatusOr<int64_t> d = (*r)->evaluate<int64_t>();
+  ASSERT_TRUE(d.ok()) << d.status().toString();
+  EXPECT_EQ(*d, 1);
+  (*r)->finish();
+  model.join();
+}
+
 class FramedRunner : public ::testing::TestWithParam<WireFormat> {};
 
 TEST_P(FramedRunner, HappyPathAndErrors) {

@@ -397,6 +397,33 @@ def test_compiler_dies_mid_session(serve, procs, fmt):
     assert good.clean and good.index == dead.index + 1
 
 
+def test_late_bitstream_answer_does_not_reach_the_next_session(serve):
+    """A compiler gives up on a slow answer (its timeout) and the next one
+    connects at once. Bitstream replies carry no id: sent late, the answer
+    would be read by the new session as the answer to its own question (found
+    by the soak: `got` was the previous request's answer). It is not sent."""
+    header_sent = threading.Event()
+
+    def slow_first(obs):
+        x = int(obs["x"][0])
+        if x == 1:
+            assert header_sent.wait(10)   # answer only once the next session has begun
+        return x
+
+    st = serve(slow_first, sessions=2)
+    first = mlbridge.PipeClient(st.base, FEATS, ADV, format="bitstream", timeout=0.5)
+    with pytest.raises(ChannelTimeout):
+        first.evaluate({"x": 1})
+    first.close()
+    with mlbridge.PipeClient(st.base, FEATS, ADV, format="bitstream", timeout=5) as c:
+        header_sent.set()
+        assert c.evaluate({"x": 2}).tolist() == [2]
+        assert c.evaluate({"x": 3}).tolist() == [3]
+    late, good = st.join()
+    assert late.clean is False and "gave up" in late.error, late.error
+    assert good.clean and good.observations == 2
+
+
 def test_compiler_killed_while_model_writes_large_reply(serve, procs):
     """A compiler that never reads a big reply and dies: the write is aborted."""
     n = 1 << 21   # 2 MiB reply > pipe capacity: the write must wait, then see the hang-up

@@ -10,7 +10,7 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequ
 import numpy as np
 
 from .. import formats as _formats
-from .channel import Deadline, ServerChannel
+from .channel import Deadline, ServerChannel, pending_bytes
 from ..core.errors import ChannelTimeout, MLBridgeError, PeerClosed, ProtocolError
 from ..formats.base import DEFAULT_MAX_MESSAGE
 from ..formats.framing import FramedModelDecoder
@@ -138,6 +138,10 @@ class _Eof(Exception):
 
 
 _os_write = os.write
+_monotonic = time.monotonic
+#: A bitstream answer that took longer than this is sent only if the compiler
+#: has written nothing since its question (see PipeServer._asker_gone).
+_SLOW_ANSWER_S = 0.001
 
 
 def _describe(exc: BaseException) -> str:
@@ -458,6 +462,24 @@ class PipeServer:
             if isinstance(msg, _ObsMsg):
                 self._send(fmt.error(msg.id, f"session refused: {refusal}"))
 
+    def _asker_gone(self, sess: Session, oid: int, t_asked: float) -> bool:
+        """Whether the compiler that asked has given up: bytes have come since
+        its question. A bitstream compiler writes nothing between a question
+        and reading its answer, so those bytes are a new session (its header),
+        written after the old one's timeout. Bitstream replies carry no id:
+        sent now, the late answer would wait in BASE.in and the new session
+        would read it as the answer to its own first question, a silent wrong
+        answer. Checked (one ioctl) only when the answer took a while, since
+        no compiler gives up within a millisecond."""
+        buf = self.channel.buf
+        if buf.end == buf.start and (_monotonic() - t_asked <= _SLOW_ANSWER_S
+                                     or pending_bytes(self.channel.out_fd) == 0):
+            return False
+        sess.clean = False
+        sess.error = (f"the answer to observation {oid} came after the compiler gave up waiting "
+                      "(a new session began): not sent")
+        return True
+
     def _loop(self, sess: Session, dec: Any, fmt: Any, policy: Policy) -> bool:
         """Serve messages until the session ends. Returns True at end of stream."""
         framed = fmt.framed
@@ -474,6 +496,8 @@ class PipeServer:
         # Named pipes: a reply that fits the pipe leaves in one os.write here
         # (what write() would do, minus two calls); anything else goes through write().
         pipe_fd = type(ch) is ServerChannel
+        # Bitstream replies carry no id: a late answer must not reach the next session.
+        stale_check = pipe_fd and not framed
         deadline = self._msg_deadline
         # Ids the current home offset is right for: the next observation's
         # '{"observation":ID}\n' prefix is 17 bytes plus ID's digits, and its
@@ -500,8 +524,11 @@ class PipeServer:
                         id_lo, id_hi = (10 ** (digits - 1) if digits > 1 else 0), 10 ** digits
                         buf.home = -(17 + digits) & 63
                     obs = Observation(oid, sess.context, sess, tensors)
+                    t_asked = _monotonic() if stale_check else 0.0
                     data = encode(oid, policy(obs))   # a policy error ends the session (bitstream cannot say)
                     del obs, tensors, got   # drop views into the buffer before reading again
+                    if stale_check and self._asker_gone(sess, oid, t_asked):
+                        return False
                     sent = 0
                     if pipe_fd:
                         try:
@@ -531,6 +558,7 @@ class PipeServer:
                 raise
             if type(msg) is _ObsMsg:
                 obs = Observation(msg.id, sess.context, sess, msg.tensors)
+                t_asked = _monotonic() if stale_check else 0.0
                 try:
                     data = encode(msg.id, policy(obs))
                 except Exception as exc:
@@ -540,6 +568,8 @@ class PipeServer:
                     sess.errors += 1
                     continue
                 del obs, msg   # drop views into the buffer before reading again
+                if stale_check and self._asker_gone(sess, sess.observations, t_asked):
+                    return False
                 send(data)
                 sess.observations += 1
             elif isinstance(msg, Context):
