@@ -4,6 +4,7 @@
 //   mlbridge-bench soak [--minutes M] [--sessions S] [--seed N] [--transports pipe,shm,grpc]
 //                       [--kill-every-s S] [--timeout-ms T] [--slack-ms MS] [--python PY]
 //                       [--malloc-arenas N] [--keep-grpc 0|1] [--malloc-tcache 0|1]
+//                       [--malloc-mmap-threshold BYTES]
 //
 // S threads in this process play the compilers, spread over named pipes,
 // shared memory and gRPC (PipeModelRunner, ShmModelRunner, GrpcModelRunner),
@@ -85,6 +86,12 @@ struct Options {
   // default (the bench restarts itself with GLIBC_TUNABLES): the heap in use
   // is then what is live.
   bool mallocTcache = false;
+  // glibc raises its mmap threshold each time an mmapped chunk is freed (up
+  // to 32 MiB), after which the payload buffers (up to 256 KiB) come from the
+  // arenas and leave free holes that malloc_trim cannot return: RSS then
+  // drifts up with the heap in use flat. A fixed threshold keeps big buffers
+  // mmapped, returned at free (0: glibc's dynamic default).
+  int mallocMmapThreshold = 128 << 10;
   bool keepGrpc = true;  // hold gRPC initialized between sessions (see Soak::run)
 };
 
@@ -966,11 +973,11 @@ int Soak::run() {
               "\"sessions\":%ld,\"decisions\":%ld,\"wrong_answers\":%ld,\"kills\":%ld,\"failures_reported\":%ld,"
               "\"max_failure_ms\":%.1f,\"max_bound_ms\":%d,\"slack_ms\":%d,\"start\":%s,\"after_warmup\":%s,"
               "\"end\":%s,\"rss_kb_segments\":[%s],\"rss_growth_pct\":%.2f,\"heap_growth_pct\":%.2f,"
-              "\"malloc_arenas\":%d,\"malloc_tcache\":%s,\"keep_grpc\":%s,\"grpc_channels_alive\":%d%s}\n",
+              "\"malloc_arenas\":%d,\"malloc_mmap_threshold\":%d,\"malloc_tcache\":%s,\"keep_grpc\":%s,\"grpc_channels_alive\":%d%s}\n",
               ok ? "true" : "false", static_cast<unsigned long long>(o_.seed), seconds, warmup, o_.sessions, sessions,
               decisions, wrong, kills, failures, maxFailMs, maxBound, o_.slackMs, footprintJson(atStart).c_str(),
               footprintJson(afterWarmup).c_str(), footprintJson(atEnd).c_str(), rssCheckpoints.c_str(), rssGrowth,
-              heapGrowth, o_.mallocArenas, tcacheOn() ? "true" : "false", o_.keepGrpc ? "true" : "false", maxChannelsAlive_, skipped.c_str());
+              heapGrowth, o_.mallocArenas, o_.mallocMmapThreshold, tcacheOn() ? "true" : "false", o_.keepGrpc ? "true" : "false", maxChannelsAlive_, skipped.c_str());
   std::fflush(stdout);
   return ok ? 0 : 1;
 }
@@ -980,7 +987,7 @@ int usage() {
                "usage: mlbridge-bench soak [--minutes M] [--sessions S] [--seed N] [--transports pipe,shm,grpc]\n"
                "                           [--kill-every-s S] [--timeout-ms T] [--slack-ms MS] [--python PY]\n"
                "                           [--malloc-arenas N (2; 0: glibc's default)] [--keep-grpc 0|1 (1)]\n"
-               "                           [--malloc-tcache 0|1 (0)]\n");
+               "                           [--malloc-tcache 0|1 (0)] [--malloc-mmap-threshold BYTES (131072; 0: glibc's)]\n");
   return 2;
 }
 
@@ -1003,13 +1010,15 @@ int mlbridgeBenchSoak(int argc, char** argv) {
     else if (a == "--malloc-arenas") o.mallocArenas = std::atoi(v.c_str());
     else if (a == "--keep-grpc") o.keepGrpc = std::atoi(v.c_str()) != 0;
     else if (a == "--malloc-tcache") o.mallocTcache = std::atoi(v.c_str()) != 0;
+    else if (a == "--malloc-mmap-threshold") o.mallocMmapThreshold = std::atoi(v.c_str());
     else return usage();
   }
   if (o.minutes <= 0 || o.sessions < 1 || o.sessions > 4096 || o.killEverySec <= 0 || o.timeoutMs < 100 ||
-      o.slackMs < 0 || o.mallocArenas < 0)
+      o.slackMs < 0 || o.mallocArenas < 0 || o.mallocMmapThreshold < 0)
     return usage();
 #ifdef __GLIBC__
   if (o.mallocArenas > 0) mallopt(M_ARENA_MAX, o.mallocArenas);
+  if (o.mallocMmapThreshold > 0) mallopt(M_MMAP_THRESHOLD, o.mallocMmapThreshold);
   // The tcache is sized when the process starts (a tunable, no mallopt):
   // restart once with it off. The models get the environment as it was.
   const char* kOff = "glibc.malloc.tcache_count=0";
