@@ -98,7 +98,10 @@ def test_stale_reply_in_pipe_when_next_compiler_connects(serve):
 
 def test_new_header_without_eof_starts_a_new_session(serve):
     """Two compilers' bytes back to back in one stream (the first closed and
-    the second opened before the model saw end of stream)."""
+    the second opened before the model saw end of stream). The bitstream
+    compiler's observation is not answered: its question was followed by
+    another session's bytes, so it gave up, and its answer (no reply id in
+    bitstream) would be read by the next compiler as its own."""
     st = serve(echo, sessions=3)
     b, j = get_format("bitstream"), get_format("json")
     stream = (b.header(FEATS, ADV) + b.observation(0, FEATS, [np.array([1])])
@@ -106,13 +109,12 @@ def test_new_header_without_eof_starts_a_new_session(serve):
               + j.header(FEATS, ADV) + j.observation(0, FEATS, [np.array([3])]) + j.end())
     ch = ClientChannel(st.base, 5)
     ch.write(stream, Deadline(5))
-    want = b"".join([np.array([1], np.int64).tobytes(), j.ack(), j.reply(0, ADV, [np.array([2])]),
-                     j.ack(), j.reply(0, ADV, [np.array([3])])])
+    want = b"".join([j.ack(), j.reply(0, ADV, [np.array([2])]), j.ack(), j.reply(0, ADV, [np.array([3])])])
     ch.fill(len(want), Deadline(5))
     assert bytes(ch.buf.data[ch.buf.start:ch.buf.end]) == want
     ch.close()
     s1, s2, s3 = st.join()
-    assert (s1.format, s1.clean) == ("bitstream", True)
+    assert (s1.format, s1.clean, s1.observations) == ("bitstream", False, 0) and "gave up" in s1.error
     assert (s2.format, s2.clean) == ("json", False) and "before this one sent its end" in s2.error
     assert (s3.format, s3.clean, s3.observations) == ("json", True, 1)
 

@@ -470,7 +470,8 @@ class PipeServer:
         sent now, the late answer would wait in BASE.in and the new session
         would read it as the answer to its own first question, a silent wrong
         answer. Checked (one ioctl) only when the answer took a while, since
-        no compiler gives up within a millisecond."""
+        no compiler gives up within a millisecond. (An answer of zero bytes
+        is never stale: the compiler reads nothing and may go on at once.)"""
         buf = self.channel.buf
         if buf.end == buf.start and (_monotonic() - t_asked <= _SLOW_ANSWER_S
                                      or pending_bytes(self.channel.out_fd) == 0):
@@ -527,7 +528,7 @@ class PipeServer:
                     t_asked = _monotonic() if stale_check else 0.0
                     data = encode(oid, policy(obs))   # a policy error ends the session (bitstream cannot say)
                     del obs, tensors, got   # drop views into the buffer before reading again
-                    if stale_check and self._asker_gone(sess, oid, t_asked):
+                    if stale_check and data and self._asker_gone(sess, oid, t_asked):
                         return False
                     sent = 0
                     if pipe_fd:
@@ -568,7 +569,7 @@ class PipeServer:
                     sess.errors += 1
                     continue
                 del obs, msg   # drop views into the buffer before reading again
-                if stale_check and self._asker_gone(sess, sess.observations, t_asked):
+                if stale_check and data and self._asker_gone(sess, sess.observations, t_asked):
                     return False
                 send(data)
                 sess.observations += 1
