@@ -240,18 +240,8 @@ std::string threadComm(const char* tid) {
   return comm;
 }
 
-int countGrpcThreads() {
-  int n = 0;
-  if (DIR* d = opendir("/proc/self/task")) {
-    while (dirent* e = readdir(d))
-      if (e->d_name[0] != '.' && isGrpcThread(threadComm(e->d_name))) ++n;
-    closedir(d);
-  }
-  return n;
-}
-
-// "name x count, ...": whose threads outlive the sessions (gRPC names its own).
-std::string threadNames() {
+// This process's threads by name, in order of first appearance.
+std::vector<std::pair<std::string, int>> threadsByName() {
   std::vector<std::pair<std::string, int>> names;
   if (DIR* d = opendir("/proc/self/task")) {
     while (dirent* e = readdir(d)) {
@@ -263,8 +253,20 @@ std::string threadNames() {
     }
     closedir(d);
   }
+  return names;
+}
+
+int countGrpcThreads() {
+  int n = 0;
+  for (const auto& t : threadsByName())
+    if (isGrpcThread(t.first)) n += t.second;
+  return n;
+}
+
+// "name x count, ...": whose threads outlive the sessions (gRPC names its own).
+std::string threadNames() {
   std::string out;
-  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n.first + " x" + std::to_string(n.second);
+  for (const auto& n : threadsByName()) out += (out.empty() ? "" : ", ") + n.first + " x" + std::to_string(n.second);
   return out;
 }
 
