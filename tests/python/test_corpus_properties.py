@@ -120,3 +120,12 @@ def test_tfrecord_mutated(records, flips, cut):
     got = _records(bytes(data))
     # A checksum guards every byte: what is read back is a prefix of what was written.
     assert got == records[:len(got)]
+
+
+def test_compile_commands_deeply_nested(tmp_path):
+    # What extract reads from the user's build: nesting is a one-line error, not RecursionError.
+    from mlbridge.corpus.extract import ExtractError, sources_from_compile_commands
+    path = tmp_path / "compile_commands.json"
+    path.write_bytes(b"[" * 100000)
+    with pytest.raises(ExtractError, match="not JSON"):
+        sources_from_compile_commands(str(path))
