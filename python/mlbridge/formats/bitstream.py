@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import math
 import struct
-from collections.abc import Mapping
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -18,6 +17,7 @@ from ..core.messages import Context, Header, Observation, Outcome, Reply, Restar
 from ..core.spec import TensorSpec, json_string, specs_from_json, specs_to_json
 from .base import DEFAULT_MAX_MESSAGE, Decoder, WireFormat
 from .jsonfmt import loads
+from .record import FeatureView, RecordLayout
 
 __all__ = ["BitstreamFormat", "BitstreamModelDecoder", "BitstreamReplyDecoder", "RecordLayout", "FeatureView"]
 
@@ -30,114 +30,6 @@ def _check_bitstream(specs: Sequence[TensorSpec], what: str) -> None:
     for s in specs:
         if not s.type.bitstream:
             raise ProtocolError(f"bitstream: {what} {s.name!r} has type {s.dtype}, which bitstream cannot carry")
-
-
-class RecordLayout:
-    """Where each tensor lies in a run of concatenated raw tensors.
-
-    One numpy structured dtype describes the whole run, so decoding an
-    observation is a single ``np.frombuffer`` whatever the feature count.
-    """
-
-    def __init__(self, specs: Sequence[TensorSpec], max_bytes: int = DEFAULT_MAX_MESSAGE) -> None:
-        self.specs = tuple(specs)
-        self.names = tuple(s.name for s in specs)
-        self.nbytes = sum(s.nbytes for s in specs)
-        if self.nbytes > max_bytes:
-            # Specs come from the peer: a record that can never be accepted is refused up front.
-            raise ProtocolError(f"bitstream: tensors of {self.nbytes} bytes per record exceed the "
-                                f"{max_bytes}-byte message limit")
-        try:
-            self.dtype = np.dtype({
-                "names": list(self.names),
-                "formats": [(s.np_dtype, s.shape) if s.shape else s.np_dtype for s in specs],
-                "offsets": self._offsets(specs),
-                "itemsize": self.nbytes,
-            }) if specs else None
-        except (ValueError, TypeError, OverflowError) as exc:   # e.g. a dimension of 2^31 or more
-            raise ProtocolError(f"bitstream: tensor shapes numpy cannot lay out ({exc})") from None
-        # Byte ranges of bool tensors, whose bytes must be 0 or 1.
-        self.bools: List[Tuple[int, int, str]] = []
-        off = 0
-        for s in specs:
-            if s.type.kind == "b" and s.nbytes:
-                self.bools.append((off, s.nbytes, s.name))
-            off += s.nbytes
-
-    @staticmethod
-    def _offsets(specs: Sequence[TensorSpec]) -> List[int]:
-        out, off = [], 0
-        for s in specs:
-            out.append(off)
-            off += s.nbytes
-        return out
-
-    def view(self, data: Any, offset: int) -> "FeatureView":
-        """Read-only views of every tensor in ``data[offset:offset+nbytes]``."""
-        if self.nbytes == 0:
-            return FeatureView(None, self, offset)
-        # frombuffer, not np.ndarray(buffer=...): its view holds a buffer export,
-        # which is how InputBuffer knows not to overwrite bytes a policy kept.
-        # (setflags() before reshape: a fraction of the cost of .flags.writeable.)
-        rec = np.frombuffer(data, self.dtype, 1, offset)
-        rec.setflags(write=False)
-        return FeatureView(rec.reshape(()), self, offset)
-
-    def record(self, data: Any, offset: int) -> Any:
-        """The record at ``offset`` as one read-only 0-d numpy record (its
-        fields are the tensors: ``rec["name"]``), or a FeatureView when every
-        tensor is empty."""
-        if self.nbytes == 0:
-            return FeatureView(None, self, offset)
-        rec = np.frombuffer(data, self.dtype, 1, offset)
-        rec.setflags(write=False)
-        return rec.reshape(())
-
-    def check_bools(self, data: Any, offset: int, what: str) -> None:
-        for off, n, name in self.bools:
-            if np.frombuffer(data, np.uint8, n, offset + off).max() > 1:
-                raise ProtocolError(f"bitstream: {what}: bool tensor {name!r} holds a byte other than 0 or 1")
-
-    def arrays(self, data: Any, offset: int) -> List[np.ndarray]:
-        v = self.view(data, offset)
-        return [v[n] for n in self.names]
-
-
-class FeatureView(Mapping):
-    """Mapping name -> read-only array view over one decoded record."""
-
-    __slots__ = ("_rec", "_layout", "_offset")
-
-    def __init__(self, rec: Optional[np.ndarray], layout: RecordLayout, offset: int) -> None:
-        self._rec = rec
-        self._layout = layout
-        self._offset = offset
-
-    def __getitem__(self, name: str) -> np.ndarray:
-        rec = self._rec
-        if rec is None:   # all tensors empty: nothing to view
-            for s in self._layout.specs:
-                if s.name == name:
-                    a = np.empty(s.shape, dtype=s.np_dtype)
-                    a.flags.writeable = False
-                    return a
-            raise KeyError(name)
-        try:
-            return rec[name]
-        except (ValueError, KeyError, IndexError):
-            raise KeyError(name) from None
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._layout.names)
-
-    def __len__(self) -> int:
-        return len(self._layout.names)
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._layout.names
-
-    def __repr__(self) -> str:
-        return "FeatureView({" + ", ".join(f"{n!r}: {self[n]!r}" for n in self) + "})"
 
 
 def parse_header(obj: Any) -> Header:

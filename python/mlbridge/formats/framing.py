@@ -1,7 +1,7 @@
 """Preamble and length-prefixed frames shared by the json and protobuf formats."""
 from __future__ import annotations
 
-from typing import Any, Dict, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -61,6 +61,15 @@ class FramedFormat(WireFormat):
 
     def error(self, id: int, message: str) -> bytes:
         return self.frame(self.error_payload(id, message))
+
+    def observation_reader(self, features: Sequence[TensorSpec]) -> Optional[Callable[[Any], Any]]:
+        """The per-session fast path for observations, built once from the
+        header's features: ``read(payload) -> (id, tensors)`` for an
+        observation whose tensors are exactly those features (names, types,
+        shapes, in order, values in range), else None, and the payload then
+        takes :meth:`decode_payload` with its checks and errors. None when
+        the format has no fast path for these features."""
+        return None
 
     def model_decoder(self, max_message: int = DEFAULT_MAX_MESSAGE) -> Decoder:
         return FramedModelDecoder(max_message)
@@ -159,6 +168,7 @@ class FramedModelDecoder(_FrameReader):
         self.format: Optional[FramedFormat] = None
         self.header: Optional[Header] = None
         self.need = PREAMBLE_SIZE
+        self._read_observation: Optional[Callable[[Any], Any]] = None
 
     def decode(self, data: Any, pos: int, end: int) -> Optional[Tuple[Any, int]]:
         if self.format is None:
@@ -173,6 +183,11 @@ class FramedModelDecoder(_FrameReader):
             return got
         payload, nxt = got
         try:
+            read = self._read_observation
+            if read is not None:
+                hit = read(payload)
+                if hit is not None:   # checked against the header already
+                    return Observation(hit[0], hit[1]), nxt
             msg = self.format.decode_payload(payload)
         finally:
             payload.release()
@@ -190,6 +205,7 @@ class FramedModelDecoder(_FrameReader):
                 raise ProtocolError(f"unsupported protocol version {msg.version} in the header "
                                     f"(this side speaks version {PROTOCOL_VERSION})")
             self.header = msg
+            self._read_observation = self.format.observation_reader(msg.features)
         elif isinstance(msg, Reply):
             raise ProtocolError(f"{self.format.name}: a reply came from the compiler side")
         return msg, nxt

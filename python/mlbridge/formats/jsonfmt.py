@@ -8,7 +8,8 @@ from __future__ import annotations
 import json
 import math
 import threading
-from typing import Any, List, Optional, Sequence, Tuple
+from itertools import chain as _chain
+from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -17,6 +18,7 @@ from ..core.errors import BAD_JSON, ProtocolError
 from ..core.messages import Context, End, Header, Observation, Reply, NamedTensor, PROTOCOL_VERSION
 from ..core.spec import TensorSpec, json_string, shape_problem, specs_from_json, specs_to_json
 from .framing import FramedFormat
+from .record import RecordLayout
 
 try:  # orjson is much faster; it is optional at run time.
     import orjson as _orjson
@@ -409,6 +411,15 @@ class JsonFormat(FramedFormat):
         return ('{"reply":{"id":' + str(int(id)) + ',"error":' + json_string(message) + "}}").encode("utf-8")
 
     # -- reading -------------------------------------------------------------
+    def observation_reader(self, features: Sequence[TensorSpec]) -> Optional[Callable[[Any], Any]]:
+        feats = tuple(features)
+        if not feats or len({s.np_dtype for s in feats}) != 1 or feats[0].type.kind not in "iuf":
+            return None   # mixed element types, bool, string: the general path
+        try:
+            return _ObservationPlan(feats).read
+        except ProtocolError:   # tensors too big to lay out: the general path says so
+            return None
+
     def decode_payload(self, payload: Any) -> Any:
         if _simdjson is not None and len(payload) >= SIMDJSON_MIN_BYTES:
             msg = _decode_numeric(payload)
@@ -450,3 +461,75 @@ class JsonFormat(FramedFormat):
             return Header(specs_from_json(body.get("features", []), "features"),
                           specs_from_json(body.get("advice", []), "advice"), version)
         return End()
+
+
+class _ObservationPlan:
+    """One session's observations read in a few steps, for features of one
+    numeric element type (every LLVM inliner feature is int64): the tensors'
+    names, types and shapes compared with the header's, every value gathered
+    into one list, checked (JSON integers only for integer tensors, in range;
+    no null, no overflow) and converted by one ``np.array``, whose bytes are
+    the packed record of all features (a FeatureView). 38 int64 features:
+    about 190 -> 25 us. Anything else (a big payload, which simdjson reads
+    faster; a missing key; a value the checks refuse) returns None and takes
+    the general path, which decides with its errors."""
+
+    def __init__(self, feats: Sequence[TensorSpec]) -> None:
+        self.heads = [(s.name, s.type.llvm, list(s.shape), s.numel) for s in feats]
+        self.dims = any(s.shape for s in feats)
+        self.count = len(feats)
+        self.layout = RecordLayout(feats)
+        self.target = feats[0].np_dtype
+        self.kind = self.target.kind
+        self.limits = _IINFO.get(feats[0].type.llvm, (0, 0))
+        self.wide = np.uint64 if self.kind == "u" else np.int64
+        self.big = SIMDJSON_MIN_BYTES if _simdjson is not None else None
+
+    def read(self, payload: Any) -> Optional[Tuple[int, Any]]:
+        if self.big is not None and len(payload) >= self.big:
+            return None
+        try:
+            obj = _orjson_loads(payload) if _orjson_loads is not None else json.loads(bytes(payload))
+        except BAD_JSON:
+            return None
+        if type(obj) is not dict or len(obj) != 1:
+            return None
+        body = obj.get("observation")
+        if type(body) is not dict:
+            return None
+        oid = body.get("id")
+        items = body.get("tensors")
+        if type(oid) is not int or type(items) is not list or len(items) != self.count:
+            return None
+        try:
+            heads = [(t["name"], t["type"], t["shape"], len(t["data"])) for t in items]
+        except (KeyError, TypeError):   # a tensor that is not an object, lacks a key, or data without a length
+            return None
+        if heads != self.heads:
+            return None
+        # Python has 1.0 == True == 1, a shape does not.
+        if self.dims and set(map(type, _chain.from_iterable([h[2] for h in heads]))) != {int}:
+            return None
+        values = list(_chain.from_iterable([t["data"] for t in items]))   # a str or dict data: refused below
+        kinds = set(map(type, values))
+        try:
+            if self.kind == "f":
+                if not kinds <= {float, int}:   # "NaN" strings, null, booleans: the general path
+                    return None
+                arr = np.array(values, dtype=np.float64)
+                if self.target.itemsize == 4:
+                    with np.errstate(over="ignore"):
+                        arr = arr.astype(self.target)
+                if not np.isfinite(arr).all():
+                    return None
+            else:
+                if values and kinds != {int}:
+                    return None
+                arr = np.array(values, dtype=self.wide)   # OverflowError beyond it
+                lo, hi = self.limits
+                if arr.size and (int(arr.min()) < lo or int(arr.max()) > hi):
+                    return None
+                arr = arr.astype(self.target, copy=False)
+        except (OverflowError, ValueError, TypeError):
+            return None
+        return oid, self.layout.view(arr, 0)

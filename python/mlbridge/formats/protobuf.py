@@ -3,7 +3,7 @@ protobuf library and the generated code in ``mlbridge/_proto``."""
 from __future__ import annotations
 
 import math
-from typing import Any, List, Sequence
+from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 import numpy as np
 from google.protobuf.message import DecodeError
@@ -14,6 +14,7 @@ from ..core.errors import ProtocolError
 from ..core.messages import PROTOCOL_VERSION, Context, End, Header, NamedTensor, Observation, Reply
 from ..core.spec import TensorSpec, check_unique, shape_problem
 from .framing import FramedFormat
+from .record import RecordLayout
 
 __all__ = ["ProtobufFormat", "pb"]
 
@@ -140,6 +141,15 @@ class ProtobufFormat(FramedFormat):
         r.error = message
         return msg.SerializeToString()
 
+    def observation_reader(self, features: Sequence[TensorSpec]) -> Optional[Callable[[Any], Any]]:
+        feats = tuple(features)
+        if not feats or any(s.type.is_string for s in feats):
+            return None
+        try:
+            return _ObservationTemplate(feats).read
+        except ProtocolError:   # tensors too big to lay out: the general path says so
+            return None
+
     def decode_payload(self, payload: Any) -> Any:
         try:
             msg = pb.Message.FromString(payload)
@@ -166,3 +176,104 @@ class ProtobufFormat(FramedFormat):
         if kind == "end":
             return End()
         raise ProtocolError("protobuf: message has no kind set (empty or from a newer protocol)")
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    value &= (1 << 64) - 1
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+_OBS_TAG = 0x1A   # Message.observation (field 3), length-delimited
+
+
+class _ObservationTemplate:
+    """An observation of one session's features as canonical protobuf bytes.
+
+    The library's serializer (and the C++ side's) writes an observation of
+    given names, types and shapes as the same bytes every time, except for
+    the id and the tensors' data, whose lengths are fixed. So after the id,
+    a conforming observation is one fixed-length run: its non-data bytes are
+    compared with the template in one numpy operation and its data read as
+    one numpy record, instead of a upb object and checks per tensor (38
+    int64 features: about 100 -> 10 us). Any other encoding (field order,
+    unknown fields, id as non-canonical bytes...) is not matched and takes
+    the general path, which decides with its checks and errors.
+    """
+
+    def __init__(self, feats: Sequence[TensorSpec]) -> None:
+        body = bytearray()
+        offsets = []
+        for s in feats:
+            t = pb.Tensor()
+            _fill_tensor(t, s, np.zeros(s.shape, s.np_dtype))
+            raw = t.SerializeToString()
+            head = b"\x12" + _varint(len(raw))
+            offsets.append(len(body) + len(head) + len(raw) - s.nbytes)   # data is the last field
+            body += head + raw
+        check = pb.Observation()
+        for s in feats:
+            _fill_tensor(check.tensors.add(), s, np.zeros(s.shape, s.np_dtype))
+        if check.SerializeToString() != bytes(body):   # pragma: no cover - a serializer we do not know
+            raise ProtocolError("protobuf: no canonical observation layout")
+        self.size = len(body)
+        self.layout = RecordLayout(feats, offsets=offsets, itemsize=self.size)
+        mask = np.full(self.size, 0xFF, np.uint8)
+        for s, off in zip(feats, offsets):
+            mask[off:off + s.nbytes] = 0
+        self.mask = mask
+        self.expected = (np.frombuffer(bytes(body), np.uint8) & mask).tobytes()
+
+    def read(self, payload: Any) -> Optional[Tuple[int, Any]]:
+        """``(id, FeatureView)`` for a canonical observation of the features, else None."""
+        n = len(payload)
+        if n < 2 or payload[0] != _OBS_TAG:
+            return None
+        i, length, shift = 1, 0, 0
+        while True:   # the observation's length
+            if i >= n or shift > 63:
+                return None
+            b = payload[i]
+            length |= (b & 0x7F) << shift
+            i += 1
+            shift += 7
+            if b < 0x80:
+                break
+        if i + length != n:
+            return None
+        oid = 0
+        if i < n and payload[i] == 0x08:   # the id (0 is not written)
+            i += 1
+            shift = 0
+            while True:
+                if i >= n or shift > 63:
+                    return None
+                b = payload[i]
+                oid |= (b & 0x7F) << shift
+                i += 1
+                shift += 7
+                if b < 0x80:
+                    break
+            if oid >= 1 << 64:
+                return None
+            if oid >= 1 << 63:
+                oid -= 1 << 64
+        if n - i != self.size:
+            return None
+        raw = bytes(payload[i:])   # a copy: the payload is a view into the channel's buffer
+        if (np.frombuffer(raw, np.uint8) & self.mask).tobytes() != self.expected:
+            return None
+        layout = self.layout
+        if layout.bools:
+            try:
+                layout.check_bools(raw, 0, "")
+            except ProtocolError:
+                return None
+        return oid, layout.view(raw, 0)
