@@ -197,7 +197,8 @@ int mlbridgeBenchGrpc(int argc, char** argv) {
   Options o;
   o.mode = argv[1];
   if (o.mode != "rtt" && o.mode != "latency" && o.mode != "throughput") return usage();
-  for (int i = 2; i + 1 < argc; i += 2) {
+  for (int i = 2; i < argc; i += 2) {
+    if (i + 1 >= argc) return usage();  // an option without its value
     std::string a = argv[i], v = argv[i + 1];
     if (a == "--runner") o.runner = v;
     else if (a == "--format") o.format = v;

@@ -211,7 +211,8 @@ int mlbridgeBenchInproc(int argc, char** argv) {
   InprocOptions o;
   o.mode = argv[1];
   if (o.mode != "rtt" && o.mode != "latency") return usageInproc();
-  for (int i = 2; i + 1 < argc; i += 2) {
+  for (int i = 2; i < argc; i += 2) {
+    if (i + 1 >= argc) return usageInproc();  // an option without its value
     std::string a = argv[i], v = argv[i + 1];
     if (a == "--runner") o.runner = v;
     else if (a == "--model") o.model = v;

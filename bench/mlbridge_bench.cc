@@ -318,21 +318,25 @@ Stats remoteRun(const Options& o, int peerCpu, Status* error, CpuCost* cpu) {
 }
 
 
-int usage() {
-  std::fprintf(stderr,
+int usage(FILE* out = stderr) {
+  std::fprintf(out,
                "usage: mlbridge-bench rtt|latency --runner pipe|shm --format bitstream|json|protobuf\n"
                "                      [--spin-us US] [--peer-spin-us US]   (shm)\n"
                "       mlbridge-bench rtt|latency --runner native|aot|onnxruntime|tfaot [--model mlp] [--threads 1,2]\n"
                "                      [--repeats R] [--iterations N] [--pin both|none|same|cross] [--python PY]\n"
                "                      [--values half|random]   (rtt: the vector's values)\n"
-               "       mlbridge-bench soak [--minutes N] [--seed S] [--sessions 64] (see bench/soak.cc)\n");
-  return 2;
+               "       mlbridge-bench rtt|latency|throughput --runner grpc [--workers W]   (built with gRPC)\n"
+               "       mlbridge-bench soak [--minutes N] [--seed S] [--sessions 64] (see bench/soak.cc)\n"
+               "Options take one value each; results go to stdout, the last line JSON.\n");
+  return out == stderr ? 2 : 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 2) return usage();
+  for (int i = 1; i < argc; ++i)
+    if (std::string(argv[i]) == "--help" || std::string(argv[i]) == "-h") return usage(stdout);
   if (std::string(argv[1]) == "soak") return mlbridgeBenchSoak(argc, argv);
   for (int i = 2; i + 1 < argc; ++i) {
     std::string r = std::string(argv[i]) == "--runner" ? argv[i + 1] : "";
@@ -345,7 +349,8 @@ int main(int argc, char** argv) {
   Options o;
   o.mode = argv[1];
   if (o.mode != "rtt" && o.mode != "latency") return usage();
-  for (int i = 2; i + 1 < argc; i += 2) {
+  for (int i = 2; i < argc; i += 2) {
+    if (i + 1 >= argc) return usage();  // an option without its value
     std::string a = argv[i], v = argv[i + 1];
     if (a == "--runner") o.runner = v;
     else if (a == "--format") o.format = v;
