@@ -64,3 +64,22 @@ def test_fast_path_bytes():
     assert fenc(0, 0.5) == np.float32(0.5).tobytes()
     with pytest.raises(SpecMismatch):
         fenc(0, 1e300)   # overflows float
+
+
+@pytest.mark.parametrize("fmt", ["json", "protobuf"])
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(spec=st.sampled_from(SPECS), value=values, id=st.one_of(st.sampled_from([0, -1, 127, 128, 2**63 - 1, -(2**63)]),
+                                                             st.integers(-(2**63), 2**63 - 1)))
+def test_framed_encoder_matches_general_path_for_any_id(fmt, spec, value, id):
+    """The framed formats' templates put the id (varint or text) and the lengths right."""
+    f = FORMATS[fmt]
+    with np.errstate(all="ignore"):
+        try:
+            fast = f.answer_encoder([spec])(id, value)
+        except SpecMismatch as exc:
+            fast = ("SpecMismatch", str(exc))
+        try:
+            general = f.reply(id, [spec], coerce_all(value, [spec], "advice"))
+        except SpecMismatch as exc:
+            general = ("SpecMismatch", str(exc))
+    assert fast == general

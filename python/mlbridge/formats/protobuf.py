@@ -141,6 +141,30 @@ class ProtobufFormat(FramedFormat):
         r.error = message
         return msg.SerializeToString()
 
+    def answer_encoder(self, advice: Sequence[TensorSpec]) -> Callable[[int, Any], bytes]:
+        """One numeric advice of one element (every LLVM advisor): the value
+        checked and packed as bitstream's encoder does (its raw bytes are this
+        format's data field), then framed around a per-session template, about
+        4 -> 1.5 us. Anything else: the general path."""
+        general = super().answer_encoder(advice)
+        if len(advice) != 1 or advice[0].numel != 1 or advice[0].type.kind not in "iuf":
+            return general
+        from .bitstream import BitstreamFormat   # late: bitstream imports the json module
+        raw_of = BitstreamFormat().answer_encoder(advice)
+        spec = advice[0]
+        t = pb.Tensor()
+        _fill_tensor(t, spec, np.zeros(spec.shape, spec.np_dtype))
+        tensor = t.SerializeToString()
+        head = b"\x12" + _varint(len(tensor)) + tensor[:len(tensor) - spec.nbytes]   # data is the last field
+
+        def encode(id: int, value: Any) -> bytes:
+            body = head + raw_of(id, value)
+            if id:   # proto3 leaves out a zero id
+                body = b"\x08" + _varint(id) + body
+            msg = b"\x22" + _varint(len(body)) + body   # Message.reply
+            return len(msg).to_bytes(4, "little") + msg
+        return encode
+
     def observation_reader(self, features: Sequence[TensorSpec]) -> Optional[Callable[[Any], Any]]:
         feats = tuple(features)
         if not feats or any(s.type.is_string for s in feats):
@@ -179,6 +203,8 @@ class ProtobufFormat(FramedFormat):
 
 
 def _varint(value: int) -> bytes:
+    if 0 <= value < 0x80:
+        return bytes((value,))
     out = bytearray()
     value &= (1 << 64) - 1
     while True:
