@@ -56,10 +56,13 @@ _LAZY = {
 
 
 def __getattr__(name: str):  # PEP 562: import grpc only when a gRPC class is used
+    import importlib
     mod = _LAZY.get(name)
     if mod is None:
+        from ._aliases import OLD_PATHS
+        if name in OLD_PATHS:   # mlbridge.shm.X without `import mlbridge.shm`, as for a real submodule once imported
+            return importlib.import_module(f"{__name__}.{name}")
         raise AttributeError(f"module 'mlbridge' has no attribute {name!r}")
-    import importlib
     try:
         value = getattr(importlib.import_module(f".{mod}", __name__), name)
     except ImportError as exc:
