@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Mapping
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -493,7 +492,7 @@ class PipeServer:
         fast = getattr(dec, "observation", None) if self._rec is None else None
         ch = self.channel
         buf = ch.buf
-        fill, write = ch.fill, ch.write
+        fill, refill, write = ch.fill, ch.refill, ch.write
         # Named pipes: a reply that fits the pipe leaves in one os.write here
         # (what write() would do, minus two calls); anything else goes through write().
         pipe_fd = type(ch) is ServerChannel
@@ -508,7 +507,7 @@ class PipeServer:
             if fast is not None:
                 if buf.end == buf.start:
                     deadline.rearm()
-                    if not fill(1, deadline):
+                    if not refill(deadline):
                         sess.clean = True      # bitstream: end of stream at a message boundary
                         return True
                 got = fast(buf.data, buf.start, buf.end)
@@ -528,7 +527,8 @@ class PipeServer:
                     t_asked = _monotonic() if stale_check else 0.0
                     data = encode(oid, policy(obs))   # a policy error ends the session (bitstream cannot say)
                     del obs, tensors, got   # drop views into the buffer before reading again
-                    if stale_check and data and self._asker_gone(sess, oid, t_asked):
+                    if stale_check and data and (buf.end != buf.start or _monotonic() - t_asked > _SLOW_ANSWER_S) \
+                            and self._asker_gone(sess, oid, t_asked):
                         return False
                     sent = 0
                     if pipe_fd:
