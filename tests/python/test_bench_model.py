@@ -30,8 +30,10 @@ def test_fc_model(procs, tmp_path, fmt):
             assert y.dtype == np.float32
             assert y[0] == np.dot(FcModel(0).weights(n), x)
     p.send_signal(signal.SIGTERM)
-    assert p.wait(10) == 0
-    assert b'"event": "exit"' in p.stderr.read()
+    rc = p.wait(10)
+    err = p.stderr.read()
+    assert rc == 0, err.decode(errors="replace")[-3000:]   # (exited 1 once in a full run: keep what it said)
+    assert b'"event": "exit"' in err
     assert not os.path.exists(base + ".in"), "the FIFOs are removed on SIGTERM"
 
 
