@@ -217,6 +217,20 @@ def _varint(value: int) -> bytes:
             return bytes(out)
 
 
+def _read_varint(data: Any, i: int, end: int) -> Tuple[int, int]:
+    """(value, position after it); position ``end + 1`` when the varint is cut
+    off or longer than 10 bytes (so it matches no length the caller expects)."""
+    value = shift = 0
+    while i < end and shift <= 63:
+        b = data[i]
+        value |= (b & 0x7F) << shift
+        i += 1
+        shift += 7
+        if b < 0x80:
+            return value, i
+    return 0, end + 1
+
+
 _OBS_TAG = 0x1A   # Message.observation (field 3), length-delimited
 
 
@@ -262,31 +276,12 @@ class _ObservationTemplate:
         n = len(payload)
         if n < 2 or payload[0] != _OBS_TAG:
             return None
-        i, length, shift = 1, 0, 0
-        while True:   # the observation's length
-            if i >= n or shift > 63:
-                return None
-            b = payload[i]
-            length |= (b & 0x7F) << shift
-            i += 1
-            shift += 7
-            if b < 0x80:
-                break
-        if i + length != n:
+        length, i = _read_varint(payload, 1, n)   # the observation's length
+        if i + length != n:   # (i is n + 1 when the varint is cut or too long)
             return None
         oid = 0
         if i < n and payload[i] == 0x08:   # the id (0 is not written)
-            i += 1
-            shift = 0
-            while True:
-                if i >= n or shift > 63:
-                    return None
-                b = payload[i]
-                oid |= (b & 0x7F) << shift
-                i += 1
-                shift += 7
-                if b < 0x80:
-                    break
+            oid, i = _read_varint(payload, i + 1, n)
             if oid >= 1 << 64:
                 return None
             if oid >= 1 << 63:
