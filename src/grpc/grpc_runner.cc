@@ -140,7 +140,12 @@ StatusOr<std::shared_ptr<GrpcChannel>> GrpcChannel::create(const GrpcRunnerOptio
   // gRPC's own reconnect backoff (1 s .. 120 s by default) must not outlast ours.
   int initial = std::max(1, rp.initialBackoffMs);
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, initial);
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, initial);
+  // Despite its name this is gRPC's minimum connect timeout (MIN_CONNECT_TIMEOUT
+  // in gRPC's connection-backoff.md; 20 s by default), not a backoff. At our
+  // 50 ms initial backoff it gave each attempt about 100 ms: a model slow to
+  // answer the HTTP/2 handshake (loaded machine) was abandoned again and
+  // again. An attempt may take as long as a call may wait.
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, std::max(100, options.deadlineMs));
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, std::max(initial, rp.maxBackoffMs));
   // Each runner has its own subchannel unless it shares this GrpcChannel.
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);

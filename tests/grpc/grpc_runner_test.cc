@@ -5,9 +5,14 @@
 #include <grpcpp/grpcpp.h>
 #include <ifaddrs.h>
 
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
+#include <mutex>
 #include <thread>
+#include <vector>
 
 #include "grpc_helpers.h"
 #include "mlbridge/grpc_runner.h"
@@ -151,6 +156,98 @@ TEST(GrpcFaults, ServerKilledMidEpisode) {
   StatusOr<int64_t> again = (*r)->evaluate<int64_t>();
   EXPECT_EQ(again.status().code(), StatusCode::kFailedPrecondition);
   EXPECT_NE(again.status().message().find("UNAVAILABLE"), std::string::npos);
+}
+
+// Forwards TCP connections to `port` and holds the server's first bytes (its
+// HTTP/2 SETTINGS) for `delayMs`: a model slow to answer a new connection.
+class SlowHandshakeProxy {
+ public:
+  SlowHandshakeProxy(int port, int delayMs) : target_(port), delayMs_(delayMs) {
+    listener_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    if (bind(listener_, reinterpret_cast<sockaddr*>(&a), len) != 0 || listen(listener_, 16) != 0 ||
+        getsockname(listener_, reinterpret_cast<sockaddr*>(&a), &len) != 0)
+      return;
+    port_ = ntohs(a.sin_port);
+    acceptor_ = std::thread([this] { acceptLoop(); });
+  }
+  ~SlowHandshakeProxy() {
+    ::shutdown(listener_, SHUT_RDWR);
+    if (acceptor_.joinable()) acceptor_.join();  // no more pumps after this
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      for (int fd : fds_) ::shutdown(fd, SHUT_RDWR);
+    }
+    for (auto& t : threads_) t.join();
+    for (int fd : fds_) close(fd);
+    close(listener_);
+  }
+  int port() const { return port_; }
+
+ private:
+  void acceptLoop() {
+    for (;;) {
+      int c = accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (c < 0) return;
+      int u = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      sockaddr_in a{};
+      a.sin_family = AF_INET;
+      a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      a.sin_port = htons(static_cast<uint16_t>(target_));
+      if (connect(u, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+        close(c);
+        close(u);
+        continue;
+      }
+      std::lock_guard<std::mutex> l(mu_);
+      fds_.push_back(c);
+      fds_.push_back(u);
+      threads_.emplace_back([c, u] { pump(c, u, 0); });
+      threads_.emplace_back([this, c, u] { pump(u, c, delayMs_); });
+    }
+  }
+  static void pump(int from, int to, int delayMs) {
+    char buf[65536];
+    for (;;) {
+      ssize_t n = recv(from, buf, sizeof buf, 0);
+      if (n <= 0) break;
+      if (delayMs) {  // the slow model (not a synchronization)
+        std::this_thread::sleep_for(std::chrono::milliseconds(delayMs));
+        delayMs = 0;
+      }
+      if (send(to, buf, static_cast<size_t>(n), MSG_NOSIGNAL) != n) break;
+    }
+    ::shutdown(from, SHUT_RDWR);
+    ::shutdown(to, SHUT_RDWR);
+  }
+  int target_, delayMs_;
+  int listener_ = -1;
+  int port_ = 0;
+  std::mutex mu_;
+  std::vector<int> fds_;
+  std::thread acceptor_;
+  std::vector<std::thread> threads_;  // the pumps, added by acceptor_
+};
+
+// gRPC's GRPC_ARG_MIN_RECONNECT_BACKOFF_MS is its minimum connect timeout, not
+// a backoff: set to our 20 ms initial backoff it gave each connection attempt
+// about 100 ms, and a model whose HTTP/2 handshake took longer (a loaded
+// machine) was abandoned on every attempt. The attempt now has the call's deadline.
+TEST(GrpcFaults, ModelSlowToAnswerTheHandshakeIsStillReached) {
+  PyServer py({"--model", "const", "--value", "7"});
+  ASSERT_GT(py.port(), 0);
+  SlowHandshakeProxy proxy(py.port(), 500);
+  ASSERT_GT(proxy.port(), 0);
+  GrpcRunnerOptions o = fastFail("127.0.0.1:" + std::to_string(proxy.port()));
+  o.retry.totalBudgetMs = 5000;
+  auto r = GrpcModelRunner::create(features38(), {TensorSpec::create<int64_t>("decision", {1})}, o);
+  ASSERT_TRUE(r.ok()) << r.status().toString();
+  StatusOr<int64_t> y = (*r)->evaluate<int64_t>();
+  ASSERT_TRUE(y.ok()) << y.status().toString();
+  EXPECT_EQ(*y, 7);
 }
 
 TEST(GrpcFaults, HandlerRaises) {

@@ -351,3 +351,66 @@ def test_streaming_sessions_never_expire_while_their_stream_lives():
             assert len(list(replies)) == 0
         c.close()
     assert srv.sessions[0].clean is True and srv.sessions[0].observations == 2
+
+
+class SlowHandshakeProxy:
+    """Forwards TCP connections to ``port`` and holds the server's first bytes
+    (its HTTP/2 SETTINGS) for ``delay`` seconds: a model slow to answer a new
+    connection, as on a loaded machine."""
+
+    def __init__(self, port: int, delay: float) -> None:
+        self.target, self.delay = port, delay
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.socks: list = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+                up = socket.create_connection(("127.0.0.1", self.target))
+            except OSError:
+                return
+            self.socks += [conn, up]
+            threading.Thread(target=self._pump, args=(conn, up, 0.0), daemon=True).start()
+            threading.Thread(target=self._pump, args=(up, conn, self.delay), daemon=True).start()
+
+    @staticmethod
+    def _pump(src, dst, delay: float) -> None:
+        try:
+            while True:
+                data = src.recv(65536)
+                if not data:
+                    break
+                if delay:
+                    time.sleep(delay)   # the slow model (not a synchronization)
+                    delay = 0.0
+                dst.sendall(data)
+        except OSError:
+            pass
+        for s in (src, dst):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def __enter__(self) -> "SlowHandshakeProxy":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.listener.close()
+        for s in self.socks:
+            s.close()
+
+
+def test_a_model_slow_to_answer_the_handshake_is_still_reached():
+    """gRPC's ``min_reconnect_backoff_ms`` is its minimum connect timeout, not
+    a backoff: set to our 20 ms initial backoff it gave each connection
+    attempt about 100 ms, and a model whose HTTP/2 handshake took longer was
+    abandoned on every attempt (UNAVAILABLE). The attempt now has the call's
+    timeout."""
+    slow = RetryPolicy(max_attempts=4, initial_backoff=0.02, max_backoff=0.05, total_seconds=5.0)
+    with GrpcServer(double_a) as srv, SlowHandshakeProxy(int(srv.target.rpartition(":")[2]), 0.5) as proxy:
+        with ModelClient(f"127.0.0.1:{proxy.port}", FEATS, ADV, retry=slow, timeout=5.0) as c:
+            assert c.evaluate({"a": 2, "b": [0.0, 0.0]})[0].tolist() == [4]

@@ -43,7 +43,7 @@ class _Rpc:
         self.timeout = timeout
         self.retry = retry or RetryPolicy()
         self.metadata = _c.auth_metadata(token)
-        opts = _c.channel_options(max_message, self.retry)
+        opts = _c.channel_options(max_message, self.retry, timeout)
         if tls is not None and tls.server_name:
             opts.append(("grpc.ssl_target_name_override", tls.server_name))
         self._own = channel is None

@@ -130,15 +130,22 @@ def server_options(max_message: int) -> List[Tuple[str, Any]]:
             ("grpc.max_send_message_length", max_message)]
 
 
-def channel_options(max_message: int, retry: Optional[RetryPolicy] = None) -> List[Tuple[str, Any]]:
+def channel_options(max_message: int, retry: Optional[RetryPolicy] = None,
+                    connect_timeout: Optional[float] = None) -> List[Tuple[str, Any]]:
     opts: List[Tuple[str, Any]] = [("grpc.max_receive_message_length", max_message),
                                    ("grpc.max_send_message_length", max_message),
                                    ("grpc.enable_retries", 0)]
     if retry is not None:
         # gRPC's own reconnect backoff (default 1 s .. 120 s) must not outlast ours.
         ms = max(1, int(retry.initial_backoff * 1000))
-        opts += [("grpc.initial_reconnect_backoff_ms", ms), ("grpc.min_reconnect_backoff_ms", ms),
+        opts += [("grpc.initial_reconnect_backoff_ms", ms),
                  ("grpc.max_reconnect_backoff_ms", max(ms, int(retry.max_backoff * 1000)))]
+    if connect_timeout is not None:
+        # Despite its name, gRPC's minimum connect timeout (20 s by default), not
+        # a backoff: set to the backoff it gave each attempt ~100 ms, and a
+        # server slow to answer the HTTP/2 handshake was abandoned again and
+        # again. An attempt may take as long as a call may wait.
+        opts.append(("grpc.min_reconnect_backoff_ms", max(100, int(connect_timeout * 1000))))
     return opts
 
 
