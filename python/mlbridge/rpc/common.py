@@ -144,8 +144,9 @@ def channel_options(max_message: int, retry: Optional[RetryPolicy] = None,
         # Despite its name, gRPC's minimum connect timeout (20 s by default), not
         # a backoff: set to the backoff it gave each attempt ~100 ms, and a
         # server slow to answer the HTTP/2 handshake was abandoned again and
-        # again. An attempt may take as long as a call may wait.
-        opts.append(("grpc.min_reconnect_backoff_ms", max(100, int(connect_timeout * 1000))))
+        # again. An attempt may take as long as a call may wait, up to 1 s (as
+        # the C++ runner: longer ones made gRPC start more pool threads).
+        opts.append(("grpc.min_reconnect_backoff_ms", max(100, int(min(connect_timeout, 1.0) * 1000))))
     return opts
 
 
