@@ -39,3 +39,15 @@ def test_python_dash_m_old_path_runs(old):
     out = subprocess.run(args, env=child_env(), capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert "usage:" in out.stdout
+
+
+def test_old_path_is_an_attribute_of_the_package_before_any_import():
+    """``mlbridge.shm.X`` in a fresh interpreter, with nothing importing
+    mlbridge.shm first (test_shm passed only through test order before)."""
+    code = ("import mlbridge, sys; assert 'mlbridge.shm' not in sys.modules; "
+            "assert mlbridge.shm.ShmClientChannel is sys.modules['mlbridge.transport.shm'].ShmClientChannel; "
+            "print('ok')")
+    out = subprocess.run([sys.executable, "-c", code], env=child_env(), capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+    with pytest.raises(AttributeError):
+        mlbridge.no_such_module
