@@ -527,8 +527,7 @@ class PipeServer:
                     t_asked = _monotonic() if stale_check else 0.0
                     data = encode(oid, policy(obs))   # a policy error ends the session (bitstream cannot say)
                     del obs, tensors, got   # drop views into the buffer before reading again
-                    if stale_check and data and (buf.end != buf.start or _monotonic() - t_asked > _SLOW_ANSWER_S) \
-                            and self._asker_gone(sess, oid, t_asked):
+                    if stale_check and data and self._asker_gone(sess, oid, t_asked):
                         return False
                     sent = 0
                     if pipe_fd:
