@@ -460,8 +460,7 @@ class ServerChannel:
                 finally:
                     self._reading = None
                 if self._kicked:
-                    self._kicked = False
-                    raise ChannelTimeout(f"no data from the compiler within the timeout ({self.base})")
+                    self._timed_out()
                 if n == 0:
                     return False
             return True
@@ -487,12 +486,9 @@ class ServerChannel:
         fd = self._blk_fd
         if fd < 0 or self._blk_for != self.out_fd or self._watchdog is None or deadline.seconds is None:
             return self.fill(1, deadline)
-        data = buf.data
-        try:
-            last = data.pop()   # refuses while a view of the old bytes is alive (see InputBuffer._exported)
-        except BufferError:
+        if buf._exported():   # a policy kept a view of the old bytes: fill() moves to a fresh buffer
             return self.fill(1, deadline)
-        data.append(last)
+        data = buf.data
         home = buf.home
         buf.start = buf.end = home
         self._reading = deadline
@@ -501,10 +497,14 @@ class ServerChannel:
         finally:
             self._reading = None
         if self._kicked:
-            self._kicked = False
-            raise ChannelTimeout(f"no data from the compiler within the timeout ({self.base})")
+            self._timed_out()
         buf.end = home + n
         return n > 0
+
+    def _timed_out(self) -> None:
+        """The watchdog woke the read (see fill): the wait outlived its deadline."""
+        self._kicked = False
+        raise ChannelTimeout(f"no data from the compiler within the timeout ({self.base})")
 
     def _blocking_fd(self) -> int:
         """A blocking descriptor on the current BASE.out (same pipe as out_fd)."""
