@@ -71,7 +71,8 @@ def pipe_stages(fmt_name: str, args: argparse.Namespace) -> Dict[str, Any]:
     model = ConstModel(0)
     model.on_session_start(sess)
     encode = fmt.answer_encoder(sess.advice)
-    fast = getattr(dec, "observation", None)
+    reader = getattr(dec, "observation_reader", None)
+    fast = reader() if reader is not None else None
     end = len(buf)
 
     if fast is not None:   # PipeServer._loop's hot path

@@ -274,3 +274,68 @@ def test_mutated_observations(fmt_name, key, edits, seed):
     rng = np.random.default_rng(seed)
     payload = fmt.observation_payload(int(rng.integers(0, 1000)), feats, [_values(s, rng) for s in feats])
     _check_payload(fmt, feats, _mutate(payload, edits))
+
+
+# ---- bitstream: the decoder's per-session reader (PipeServer's hot loop) ------------------
+def _bitstream_decoder(feats):
+    dec = model_decoder_for("bitstream")
+    hdr = bytearray(get_format("bitstream").header(feats, ADVICE))
+    pos = 0
+    while pos < len(hdr):
+        _, pos = dec.decode(hdr, pos, len(hdr))
+    return dec
+
+
+def _check_bitstream(feats, message: bytes, cut: int) -> None:
+    """Whenever the reader answers (or refuses), decode() answers (or
+    refuses) the same from the same bytes; when it asks for more, decode()
+    does not accept them either."""
+    data = bytearray(b"\n\n\n" + message[:cut])   # not at offset 0, cut anywhere
+    dec = _bitstream_decoder(feats)
+    try:
+        got = dec.observation_reader()(data, 3, len(data))
+    except ProtocolError as exc:   # a bad observation (a bool byte not 0 or 1): the same error
+        got = exc
+    need = dec.need
+    try:
+        general = _bitstream_decoder(feats).decode(data, 3, len(data))
+    except ProtocolError as exc:
+        general = exc
+    if isinstance(got, ProtocolError):
+        assert isinstance(general, ProtocolError) and str(general) == str(got)
+        return
+    if got is None:
+        if need:   # an observation still arriving: decode() must not accept it now
+            assert general is None or isinstance(general, ProtocolError)
+            assert 3 + need > len(data)
+        return
+    assert not isinstance(general, Exception), f"the reader accepted what decode() refuses: {general}"
+    assert general is not None
+    oid, record, nxt = got
+    msg, gnxt = general
+    assert isinstance(msg, Observation) and msg.id == oid and nxt == gnxt
+    for s in feats:
+        a, b = record[s.name], msg.tensors[s.name]
+        assert a.dtype == b.dtype == s.np_dtype and a.shape == b.shape == s.shape
+        assert not a.flags.writeable
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("key", sorted(FEATURE_SETS))
+def test_bitstream_reader_matches_decode(key):
+    feats = FEATURE_SETS[key]
+    rng = np.random.default_rng(3)
+    for oid in (0, 7, 10**12):
+        message = get_format("bitstream").observation(oid, feats, [_values(s, rng) for s in feats])
+        for cut in range(len(message) + 1):
+            _check_bitstream(feats, message, cut)
+
+
+@pytest.mark.parametrize("key", ["inliner", "floats", "bools", "empty"])
+@SETTINGS
+@given(edits=EDITS, seed=st.integers(0, 2**32 - 1), cut=st.integers(0, 1 << 16))
+def test_bitstream_reader_on_mutated_observations(key, edits, seed, cut):
+    feats = FEATURE_SETS[key]
+    rng = np.random.default_rng(seed)
+    message = get_format("bitstream").observation(int(rng.integers(0, 1000)), feats, [_values(s, rng) for s in feats])
+    _check_bitstream(feats, _mutate(message, edits), cut)

@@ -211,3 +211,25 @@ def test_retained_views_stay_valid(serve):
     st.join()
     assert [k.tolist() for k in kept] == [[i, i + 1, i + 2, i + 3] for i in range(50)]
     assert all(not k.flags.writeable for k in kept)
+
+
+def test_kept_observations_stay_whole(serve):
+    """The bitstream loop reuses an Observation nobody kept; one the policy
+    keeps (every other one here) is never touched again: its id, context and
+    features stay those of its own decision."""
+    kept = []
+
+    def policy(obs):
+        if obs.id % 2 == 0:
+            kept.append(obs)
+        return int(obs["x"][0]) * 2
+
+    st = serve(policy)
+    with mlbridge.PipeClient(st.base, [T("x", "int64_t", [4])], [T("d", "int64_t", [1])], timeout=5) as c:
+        answers = [int(c.evaluate({"x": [i, i + 1, i + 2, i + 3]})[0]) for i in range(60)]
+    st.join()
+    assert answers == [2 * i for i in range(60)]
+    assert [o.id for o in kept] == list(range(0, 60, 2))
+    assert [o["x"].tolist() for o in kept] == [[i, i + 1, i + 2, i + 3] for i in range(0, 60, 2)]
+    assert all(o.features["x"].tolist() == [o.id, o.id + 1, o.id + 2, o.id + 3] for o in kept)
+    assert len({id(o) for o in kept}) == len(kept)

@@ -64,7 +64,7 @@ class RecordLayout:
         # which is how InputBuffer knows not to overwrite bytes a policy kept.
         # (setflags() before reshape: a fraction of the cost of .flags.writeable.)
         rec = np.frombuffer(data, self.dtype, 1, offset)
-        rec.setflags(write=False)
+        rec.setflags(False)   # write=False, positional: no keyword dict per call
         return FeatureView(rec.reshape(()), self, offset)
 
     def record(self, data: Any, offset: int) -> Any:
@@ -74,7 +74,7 @@ class RecordLayout:
         if self.nbytes == 0:
             return FeatureView(None, self, offset)
         rec = np.frombuffer(data, self.dtype, 1, offset)
-        rec.setflags(write=False)
+        rec.setflags(False)   # write=False, positional: no keyword dict per call
         return rec.reshape(())
 
     def check_bools(self, data: Any, offset: int, what: str) -> None:

@@ -40,7 +40,7 @@ from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
 
-from ..transport.server import PipeServer
+from ..transport.server import PipeServer, direct_call
 from ..transport.supervise import CompileResult, run_compiler
 from ..core.values import coerce_all
 
@@ -136,45 +136,58 @@ def priority_command(ir_path: str, out_path: str = os.devnull, *, extra_args: Se
 # ---- running --------------------------------------------------------------------
 class _Recorder:
     """Wraps a policy: keeps every answer (as a Python scalar) and forwards
-    the optional Model hooks. The server checks answers; this only records."""
+    the optional Model hooks. The server checks answers; this only records.
+    It runs once per decision: what an answer of the usual kind needs is
+    worked out once per session, in on_session_start."""
 
     def __init__(self, policy: Any) -> None:
         self.policy = policy
         self.decisions: List[Any] = []
+        self._append = self.decisions.append
+        self._ask = direct_call(policy)
         self._session: Any = None
         self._exact: Any = None    # the Python type recorded as is (int or float advice of one element)
         self._convert: Any = None  # how other scalars are recorded (int or float), None: general path
+        self._on_start = getattr(policy, "on_session_start", None)
+        # The other optional hooks, forwarded as attributes of their own (a
+        # __getattr__ would slow down every attribute read in __call__).
+        for hook in ("on_context", "on_session_end"):
+            f = getattr(policy, hook, None)
+            if f is not None:
+                setattr(self, hook, f)
 
-    def _prepare(self, session: Any) -> None:
+    def on_session_start(self, session: Any) -> None:
         self._session = session
         advice = session.advice
         self._exact = self._convert = None
         if len(advice) == 1 and advice[0].dtype != "bool":
             self._convert = float if advice[0].dtype in ("float", "double") else int
             self._exact = self._convert
+        if self._on_start is not None:
+            self._on_start(session)
 
     def __call__(self, obs: Any) -> Any:
-        value = self.policy(obs)
-        if obs.session is not self._session:
-            self._prepare(obs.session)
-        t = type(value)
-        if t is self._exact:
-            self.decisions.append(value)
+        value = self._ask(obs)
+        if type(value) is self._exact:
+            self._append(value)
             return value
+        return self._other(obs, value)
+
+    def _other(self, obs: Any, value: Any) -> Any:
+        if obs.session is not self._session:   # a server that did not call on_session_start
+            self.on_session_start(obs.session)
+            if type(value) is self._exact:
+                self._append(value)
+                return value
         convert = self._convert
         if convert is not None and isinstance(value, (int, float, np.generic)):
             # One scalar (the usual LLVM case); the server checks it.
-            self.decisions.append(convert(value))
+            self._append(convert(value))
             return value
         arrays = coerce_all(value, obs.session.advice, "advice")
-        self.decisions.append(arrays[0].reshape(-1)[0].item() if len(arrays) == 1 and arrays[0].size == 1
-                              else tuple(a.copy() for a in arrays))
+        self._append(arrays[0].reshape(-1)[0].item() if len(arrays) == 1 and arrays[0].size == 1
+                     else tuple(a.copy() for a in arrays))
         return arrays[0] if len(arrays) == 1 else tuple(arrays)
-
-    def __getattr__(self, name: str) -> Any:   # on_session_start, on_context, on_session_end
-        if name.startswith("on_"):
-            return getattr(self.policy, name)
-        raise AttributeError(name)
 
 
 def _run(cmd: List[str], policy: Any, server: Optional[PipeServer], timeout: Optional[float],

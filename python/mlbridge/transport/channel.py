@@ -17,7 +17,7 @@ import termios
 import threading
 import time
 import weakref
-from typing import Any, Iterable, Optional, Sequence
+from typing import Any, Callable, Iterable, Optional, Sequence
 
 from ..core.errors import ChannelTimeout, MLBridgeError, PeerClosed
 
@@ -477,29 +477,44 @@ class ServerChannel:
                 continue
         return True
 
-    def refill(self, deadline: Deadline) -> bool:
-        """fill(1) for an empty buffer (the hot loop, after each reply): the
-        same read, watchdog and errors in one call instead of four; anything
-        unusual (no blocking descriptor yet, a policy that kept a view of the
-        buffer) goes through fill()."""
+    def refiller(self, deadline: Deadline) -> Callable[[], bool]:
+        """For one session's hot loop: a function that restarts ``deadline``
+        and reads into the empty buffer, i.e. ``deadline.rearm(); fill(1,
+        deadline)``, with the same read, watchdog and errors in one call (this
+        runs once per decision). Anything unusual (no blocking descriptor yet,
+        no timeout, a policy that kept a view of the buffer) goes through
+        fill()."""
+        fill = self.fill
         buf = self.buf
-        fd = self._blk_fd
-        if fd < 0 or self._blk_for != self.out_fd or self._watchdog is None or deadline.seconds is None:
-            return self.fill(1, deadline)
-        if buf._exported():   # a policy kept a view of the old bytes: fill() moves to a fresh buffer
-            return self.fill(1, deadline)
-        data = buf.data
-        home = buf.home
-        buf.start = buf.end = home
-        self._reading = deadline
-        try:
-            n = _readv(fd, [memoryview(data)[home:]])
-        finally:
-            self._reading = None
-        if self._kicked:
-            self._timed_out()
-        buf.end = home + n
-        return n > 0
+        if deadline.seconds is None:   # no timeout: fill() polls, no watchdog
+            def general() -> bool:
+                deadline.rearm()
+                return fill(1, deadline)
+            return general
+
+        def refill() -> bool:
+            deadline.at = _UNARMED   # rearm(): the clock starts when the watchdog looks
+            fd = self._blk_fd
+            if fd < 0 or self._blk_for != self.out_fd or self._watchdog is None:
+                return fill(1, deadline)   # the blocking descriptor and its watchdog start there
+            data = buf.data
+            try:   # InputBuffer._exported(), inline: is a view of the old bytes alive?
+                last = data.pop()
+            except BufferError:
+                return fill(1, deadline)   # fill() moves to a fresh buffer
+            data.append(last)
+            home = buf.home
+            buf.start = buf.end = home
+            self._reading = deadline
+            try:
+                n = _readv(fd, [memoryview(data)[home:]])
+            finally:
+                self._reading = None
+            if self._kicked:
+                self._timed_out()
+            buf.end = home + n
+            return n > 0
+        return refill
 
     def _timed_out(self) -> None:
         """The watchdog woke the read (see fill): the wait outlived its deadline."""

@@ -3,7 +3,9 @@ shared memory in shm.py)."""
 from __future__ import annotations
 
 import os
+import sys
 import time
+import types
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -138,6 +140,21 @@ class _Eof(Exception):
 
 _os_write = os.write
 _monotonic = time.monotonic
+# CPython: whether anything besides the loop holds an Observation. Elsewhere
+# (no reference counts) every decision gets a new one.
+_getrefcount = getattr(sys, "getrefcount", lambda obj: 3)
+
+
+def direct_call(policy: Any) -> Callable[[Any], Any]:
+    """``policy`` in the form that is cheapest to call once per decision: an
+    object whose ``__call__`` is a Python function is called through the type
+    slot (a C detour that builds an argument tuple and a new interpreter
+    frame); its bound ``__call__`` takes the interpreter's fast path instead.
+    Plain functions and anything else are returned as they are."""
+    f = getattr(type(policy), "__call__", None)
+    if isinstance(f, types.FunctionType):
+        return f.__get__(policy)   # type: ignore[no-any-return]
+    return policy
 #: A bitstream answer that took longer than this is sent only if the compiler
 #: has written nothing since its question (see PipeServer._asker_gone).
 _SLOW_ANSWER_S = 0.001
@@ -484,32 +501,36 @@ class PipeServer:
         """Serve messages until the session ends. Returns True at end of stream."""
         framed = fmt.framed
         encode = fmt.answer_encoder(sess.advice)   # checks and layout worked out once per session
+        ask = direct_call(policy)
         on_context = getattr(policy, "on_context", None)
         send = self._send
         # The hot path (bitstream, not recording): an observation whose bytes
         # are all buffered is decoded, answered and sent in a few calls; any
         # other message, a short buffer or an error goes through _next().
-        fast = getattr(dec, "observation", None) if self._rec is None else None
+        reader = getattr(dec, "observation_reader", None)
+        fast = reader() if reader is not None and self._rec is None else None
         ch = self.channel
         buf = ch.buf
-        fill, refill, write = ch.fill, ch.refill, ch.write
+        fill, write = ch.fill, ch.write
+        deadline = self._msg_deadline
+        refill = ch.refiller(deadline)   # deadline.rearm(); fill(1, deadline), in one call
         # Named pipes: a reply that fits the pipe leaves in one os.write here
         # (what write() would do, minus two calls); anything else goes through write().
         pipe_fd = type(ch) is ServerChannel
         # Bitstream replies carry no id: a late answer must not reach the next session.
         stale_check = pipe_fd and not framed
-        deadline = self._msg_deadline
         # Ids the current home offset is right for: the next observation's
         # '{"observation":ID}\n' prefix is 17 bytes plus ID's digits, and its
         # tensor bytes should land 64-byte aligned (InputBuffer.home).
         id_lo = id_hi = 0
+        # Building an Observation costs more than the rest of a decision's
+        # bookkeeping; one that the policy did not keep is used again.
+        spare: Optional[Observation] = None
         while True:
             if fast is not None:
-                if buf.end == buf.start:
-                    deadline.rearm()
-                    if not refill(deadline):
-                        sess.clean = True      # bitstream: end of stream at a message boundary
-                        return True
+                if buf.end == buf.start and not refill():
+                    sess.clean = True      # bitstream: end of stream at a message boundary
+                    return True
                 got = fast(buf.data, buf.start, buf.end)
                 if got is None and dec.need:
                     # An observation still arriving (a big record comes in pieces): read the rest.
@@ -523,11 +544,24 @@ class PipeServer:
                         digits = len(str(nid))
                         id_lo, id_hi = (10 ** (digits - 1) if digits > 1 else 0), 10 ** digits
                         buf.home = -(17 + digits) & 63
-                    obs = Observation(oid, sess.context, sess, tensors)
+                    if spare is None:
+                        obs = Observation(oid, sess.context, sess, tensors)
+                    else:   # the last decision's Observation, which nobody kept: no new object
+                        obs, spare = spare, None
+                        obs.id, obs.context, obs._tensors = oid, sess.context, tensors
                     t_asked = _monotonic() if stale_check else 0.0
-                    data = encode(oid, policy(obs))   # a policy error ends the session (bitstream cannot say)
-                    del obs, tensors, got   # drop views into the buffer before reading again
-                    if stale_check and data and self._asker_gone(sess, oid, t_asked):
+                    data = encode(oid, ask(obs))   # a policy error ends the session (bitstream cannot say)
+                    del tensors, got   # drop views into the buffer before reading again
+                    if _getrefcount(obs) == 2:   # only `obs` (and the call's argument) hold it
+                        obs._tensors = obs._features = None
+                        spare = obs
+                    else:
+                        spare = None   # the policy kept it: it stays as it is
+                    del obs
+                    # _asker_gone's cheap half inline (this runs once per decision):
+                    # nothing buffered since the question and a quick answer.
+                    if (stale_check and data and (buf.end != buf.start or _monotonic() - t_asked > _SLOW_ANSWER_S)
+                            and self._asker_gone(sess, oid, t_asked)):
                         return False
                     sent = 0
                     if pipe_fd:
@@ -560,7 +594,7 @@ class PipeServer:
                 obs = Observation(msg.id, sess.context, sess, msg.tensors)
                 t_asked = _monotonic() if stale_check else 0.0
                 try:
-                    data = encode(msg.id, policy(obs))
+                    data = encode(msg.id, ask(obs))
                 except Exception as exc:
                     if not framed:
                         raise   # bitstream cannot carry it: close and tell serve()'s caller

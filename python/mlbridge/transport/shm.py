@@ -438,9 +438,12 @@ class ShmServerChannel:
             self._end.peer = _NOBODY
 
     # -- the interface PipeServer uses ----------------------------------------
-    def refill(self, deadline: Deadline) -> bool:
-        """fill(1) for an empty buffer (what the pipe channel does in one call)."""
-        return self.fill(1, deadline)
+    def refiller(self, deadline: Deadline) -> Callable[[], bool]:
+        """``deadline.rearm(); fill(1, deadline)`` as one call, like the pipe channel's."""
+        def refill() -> bool:
+            deadline.rearm()
+            return self.fill(1, deadline)
+        return refill
 
     def fill(self, need: int, deadline: Deadline) -> bool:
         """Buffer until ``need`` bytes are there; False at the end of the session."""
