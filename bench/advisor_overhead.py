@@ -2,7 +2,7 @@
 for every advisor stock LLVM 19 exposes in interactive mode (issue 14).
 
     python3 bench/advisor_overhead.py [--runs 5] [--advisors inliner evict priority]
-                                      [--scale 1.0] [--json-out FILE]
+                                      [--scale 1.0] [--json-out FILE] [--instructions]
 
 For each advisor it generates a large input (C, compiled by clang-19):
   inliner   2,000 functions with 3 calls each (about 6,000 questions) for
@@ -27,6 +27,12 @@ ratios mlbridge / raw are the medians of the per-pair ratios, so machine
 load that drifts over the run cancels out. One JSON line per advisor (like
 ``mlbridge-bench``) and a Markdown table at the end. The load average at
 start and end is printed: the machine may be shared.
+
+CPU time per decision moves by tens of percent from run to run on a shared
+or virtual machine. ``--instructions`` adds a figure that does not: the
+user-space instructions each agent's Python process executes per decision,
+counted by valgrind's callgrind (the compiler is not traced), from the
+difference between a full and a quarter-size input.
 """
 from __future__ import annotations
 
@@ -35,6 +41,7 @@ import json
 import os
 import random
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -150,12 +157,60 @@ def loadavg() -> str:
         return "?"
 
 
-def bench(key: str, runs: int, scale: float, tmp: str) -> Dict[str, Any]:
+def make_input(key: str, scale: float, tmp: str) -> str:
     adv = ADVISORS[key]
-    src = os.path.join(tmp, f"{key}.c")
+    src = os.path.join(tmp, f"{key}-{scale}.c")
     with open(src, "w") as f:
         f.write(adv.source(scale))
-    ir = adv.make_ir(src, os.path.join(tmp, f"{key}.ll"))
+    return adv.make_ir(src, os.path.join(tmp, f"{key}-{scale}.ll"))
+
+
+def one_run(agent: str, key: str, ir: str, out: str, tmp: str) -> int:
+    """One run of one agent (the child measured by --instructions); returns the decisions."""
+    adv = ADVISORS[key]
+    run = run_mlbridge(adv, ir, out) if agent == "mlbridge" else run_raw(adv, ir, out, tmp)
+    return len(run[3])
+
+
+def instructions(agent: str, key: str, ir: str, tmp: str) -> Tuple[int, int]:
+    """(user-space instructions, decisions) of one run of ``agent`` in a child
+    Python under callgrind; the compiler is not traced. One BLAS thread: idle
+    OpenBLAS threads spin under valgrind and would add noise."""
+    prof = os.path.join(tmp, f"callgrind-{agent}-{os.path.basename(ir)}.out")
+    out = os.path.join(tmp, f"{key}-{agent}-instr{ADVISORS[key].out_ext}")
+    cmd = ["valgrind", "--tool=callgrind", "--trace-children=no", f"--callgrind-out-file={prof}",
+           sys.executable, os.path.abspath(__file__), "--one", agent, key, ir, out, tmp]
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
+    res = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=TIMEOUT)
+    if res.returncode != 0:
+        raise RuntimeError(f"{agent} under callgrind failed: {res.stderr[-500:]}")
+    total = None
+    with open(prof) as f:
+        for line in f:
+            if line.startswith(("summary:", "totals:")):
+                total = int(line.split()[1])
+    if total is None:
+        raise RuntimeError(f"no instruction count in {prof}")
+    return total, int(res.stdout.split()[-1])
+
+
+def instructions_per_decision(key: str, scale: float, tmp: str) -> Dict[str, float]:
+    """User-space instructions per decision of each agent: the difference
+    between a run on the full input and one on a quarter of it, divided by
+    the difference in decisions, so start-up and imports cancel out. Unlike
+    CPU time it does not move with machine load (it also does not see cache
+    misses or the kernel's share)."""
+    small, big = make_input(key, scale / 4, tmp), make_input(key, scale, tmp)
+    got = {}
+    for agent in ("mlbridge", "raw"):
+        (i0, n0), (i1, n1) = instructions(agent, key, small, tmp), instructions(agent, key, big, tmp)
+        got[agent] = round((i1 - i0) / max(1, n1 - n0))
+    return got
+
+
+def bench(key: str, runs: int, scale: float, tmp: str) -> Dict[str, Any]:
+    adv = ADVISORS[key]
+    ir = make_input(key, scale, tmp)
     walls: Dict[str, List[float]] = {"mlbridge": [], "raw": []}
     cpus: Dict[str, List[float]] = {"mlbridge": [], "raw": []}
     busy: Dict[str, List[float]] = {"mlbridge": [], "raw": []}   # Python CPU + compiler CPU
@@ -199,7 +254,17 @@ def main(argv: Sequence[str]) -> int:
     ap.add_argument("--advisors", nargs="+", default=list(ADVISORS), choices=list(ADVISORS))
     ap.add_argument("--scale", type=float, default=1.0, help="input size factor (1.0: thousands of decisions)")
     ap.add_argument("--json-out", help="also write the JSON lines here")
+    ap.add_argument("--instructions", action="store_true",
+                    help="also count user-space instructions per decision under valgrind's callgrind "
+                         "(about 2 minutes per advisor; steady where CPU time is noisy)")
+    ap.add_argument("--one", nargs=5, metavar=("AGENT", "ADVISOR", "IR", "OUT", "TMP"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.one:
+        print(one_run(*args.one))
+        return 0
+    if args.instructions and not shutil.which("valgrind"):
+        print("advisor_overhead: --instructions needs valgrind (apt-get install valgrind)", file=sys.stderr)
+        return 2
     for t in ("opt", "llc", "clang"):
         if not llvm.have_tool(t):
             print(f"advisor_overhead: {t}{os.environ.get(llvm.SUFFIX_ENV, llvm.DEFAULT_SUFFIX)} is not on PATH",
@@ -210,6 +275,10 @@ def main(argv: Sequence[str]) -> int:
     with tempfile.TemporaryDirectory(prefix="mlbridge-advisor-bench-") as tmp:
         for key in args.advisors:
             row = bench(key, args.runs, args.scale, tmp)
+            if args.instructions:
+                ins = instructions_per_decision(key, args.scale, tmp)
+                row["instructions_per_decision"] = ins
+                row["instructions_ratio"] = round(ins["mlbridge"] / max(1, ins["raw"]), 3)
             row["loadavg"] = loadavg()
             print(json.dumps(row), flush=True)
             rows.append(row)
@@ -217,13 +286,18 @@ def main(argv: Sequence[str]) -> int:
         with open(args.json_out, "w") as f:
             f.writelines(json.dumps(r) + "\n" for r in rows)
     print(f"\nload average at start {load0}, at end {loadavg()}; {args.runs} alternating runs per agent\n")
+    instr = args.instructions
     print("| advisor (stock LLVM 19) | decisions | wall mlbridge / raw | busy (Python + compiler CPU) mlbridge / raw "
-          "| Python CPU per decision, mlbridge vs raw |")
-    print("|---|---:|---:|---:|---:|")
+          "| Python CPU per decision, mlbridge vs raw |" + (" Python instructions per decision |" if instr else ""))
+    print("|---|---:|---:|---:|---:|" + ("---:|" if instr else ""))
     for r in rows:
         c = r["cpu_us_per_decision"]
+        extra = ""
+        if instr:
+            i = r["instructions_per_decision"]
+            extra = f" {i['mlbridge']:,} vs {i['raw']:,} ({r['instructions_ratio']:.2f}x) |"
         print(f"| {r['what']} | {r['decisions']:,} | {r['wall_ratio']:.2f}x | {r['busy_ratio']:.2f}x | "
-              f"{c['mlbridge']:.1f} vs {c['raw']:.1f} us ({r['cpu_ratio']:.2f}x) |")
+              f"{c['mlbridge']:.1f} vs {c['raw']:.1f} us ({r['cpu_ratio']:.2f}x) |" + extra)
     return 0
 
 

@@ -131,7 +131,7 @@ class BitstreamModelDecoder(Decoder):
             # RecordLayout.record, inline (one call less per decision).
             rec = frombuffer(data, dtype, 1, nl + 1)
             rec.setflags(False)   # write=False, positional: no keyword dict per call
-            return oid, rec.reshape(()), total
+            return oid, rec.squeeze(), total
         return read
 
     def decode(self, data: Any, pos: int, end: int) -> Optional[Tuple[Any, int]]:
