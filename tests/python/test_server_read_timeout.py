@@ -111,21 +111,27 @@ def test_forked_child_still_times_out():
 
 
 def test_compiler_silent_between_messages_times_out():
-    """The hot loop's read after a reply (ServerChannel.refill, the buffer
+    """The hot loop's read after a reply (ServerChannel.refiller, the buffer
     empty) is bounded too: a compiler that goes quiet at a message boundary,
-    pipe still open, ends the session with ChannelTimeout."""
+    pipe still open, ends the session with ChannelTimeout. Three questions
+    first, one write each: the first reads set up the blocking descriptor, so
+    the silent wait is the refiller's own read (whose wake-up byte must not
+    reach the decoder, which would call it a protocol error)."""
     with mlbridge.PipeServer(format="bitstream", timeout=0.3) as srv:
         got: list = []
         t = _serve_in_thread(srv, lambda obs: int(obs["x"][0]) + 1, got)
         fin, fout = _connect(srv.base)
         os.write(fout, B.header(FEATS, ADV) + B.observation(0, FEATS, [np.array([1])]))
         assert os.read(fin, 8) == np.int64(2).tobytes()
+        for i in (1, 2):
+            os.write(fout, B.observation(i, FEATS, [np.array([i + 1])]))
+            assert os.read(fin, 8) == np.int64(i + 2).tobytes()
         t0 = time.monotonic()
         t.join(10)   # nothing more is written
         waited = time.monotonic() - t0
         assert not t.is_alive()
         sess = got[0]
-        assert sess.observations == 1 and sess.clean is False and "ChannelTimeout" in sess.error, sess.error
+        assert sess.observations == 3 and sess.clean is False and "ChannelTimeout" in sess.error, sess.error
         assert 0.25 < waited < 3.0, waited
         os.close(fout)
         os.close(fin)

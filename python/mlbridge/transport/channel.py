@@ -12,6 +12,7 @@ import os
 import select
 import stat
 import struct
+import sys
 import tempfile
 import termios
 import threading
@@ -91,6 +92,9 @@ def _set_pipe_size(fd: int) -> None:
 
 
 _readv = os.readv   # a module global: one lookup less per read
+# CPython's reference counts (see ServerChannel.refiller); elsewhere 0, which
+# sends every read through InputBuffer._exported().
+_getrefcount = getattr(sys, "getrefcount", lambda obj: 0)
 
 
 def pending_bytes(fd: int) -> int:
@@ -498,11 +502,12 @@ class ServerChannel:
             if fd < 0 or self._blk_for != self.out_fd or self._watchdog is None:
                 return fill(1, deadline)   # the blocking descriptor and its watchdog start there
             data = buf.data
-            try:   # InputBuffer._exported(), inline: is a view of the old bytes alive?
-                last = data.pop()
-            except BufferError:
+            # Is a view of the old bytes alive (a policy kept an array)? Every
+            # buffer export holds a reference to the bytearray, so with only
+            # buf.data, `data` and the argument holding it there is none;
+            # otherwise InputBuffer._exported() says for sure.
+            if _getrefcount(data) != 3 and buf._exported():
                 return fill(1, deadline)   # fill() moves to a fresh buffer
-            data.append(last)
             home = buf.home
             buf.start = buf.end = home
             self._reading = deadline

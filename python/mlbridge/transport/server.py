@@ -519,10 +519,12 @@ class PipeServer:
         pipe_fd = type(ch) is ServerChannel
         # Bitstream replies carry no id: a late answer must not reach the next session.
         stale_check = pipe_fd and not framed
-        # Ids the current home offset is right for: the next observation's
-        # '{"observation":ID}\n' prefix is 17 bytes plus ID's digits, and its
-        # tensor bytes should land 64-byte aligned (InputBuffer.home).
-        id_lo = id_hi = 0
+        # The next observation's '{"observation":ID}\n' prefix is 17 bytes plus
+        # ID's digits, and its tensor bytes should land 64-byte aligned
+        # (InputBuffer.home). LLVM counts ids up from 0: the home moves when the
+        # next id gains a digit, i.e. when the id reaches id_top (the alignment
+        # is only for speed: ids going down would cost nothing else).
+        id_top = -1
         # Building an Observation costs more than the rest of a decision's
         # bookkeeping; one that the policy did not keep is used again.
         spare: Optional[Observation] = None
@@ -539,10 +541,9 @@ class PipeServer:
                         got = fast(buf.data, buf.start, buf.end)
                 if got is not None:
                     oid, tensors, buf.start = got
-                    nid = oid + 1
-                    if not id_lo <= nid < id_hi:
-                        digits = len(str(nid))
-                        id_lo, id_hi = (10 ** (digits - 1) if digits > 1 else 0), 10 ** digits
+                    if oid >= id_top:
+                        digits = len(str(oid + 1))
+                        id_top = 10 ** digits - 1
                         buf.home = -(17 + digits) & 63
                     if spare is None:
                         obs = Observation(oid, sess.context, sess, tensors)
