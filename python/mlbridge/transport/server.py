@@ -517,6 +517,7 @@ class PipeServer:
         # Named pipes: a reply that fits the pipe leaves in one os.write here
         # (what write() would do, minus two calls); anything else goes through write().
         pipe_fd = type(ch) is ServerChannel
+        in_fd = ch.in_fd if pipe_fd else -1   # the session's BASE.in (replaced only between sessions)
         # Bitstream replies carry no id: a late answer must not reach the next session.
         stale_check = pipe_fd and not framed
         # The next observation's '{"observation":ID}\n' prefix is 17 bytes plus
@@ -550,7 +551,7 @@ class PipeServer:
                     else:   # the last decision's Observation, which nobody kept: no new object
                         obs, spare = spare, None
                         obs.id, obs.context, obs._tensors = oid, sess.context, tensors
-                    t_asked = _monotonic() if stale_check else 0.0
+                    t_late = _monotonic() + _SLOW_ANSWER_S if stale_check else 0.0
                     data = encode(oid, ask(obs))   # a policy error ends the session (bitstream cannot say)
                     del tensors, got   # drop views into the buffer before reading again
                     if _getrefcount(obs) == 2:   # only `obs` (and the call's argument) hold it
@@ -560,14 +561,14 @@ class PipeServer:
                         spare = None   # the policy kept it: it stays as it is
                     del obs
                     # _asker_gone's cheap half inline (this runs once per decision):
-                    # nothing buffered since the question and a quick answer.
-                    if (stale_check and data and (buf.end != buf.start or _monotonic() - t_asked > _SLOW_ANSWER_S)
-                            and self._asker_gone(sess, oid, t_asked)):
+                    # a quick answer and nothing buffered since the question.
+                    if (stale_check and (_monotonic() > t_late or buf.end != buf.start) and data
+                            and self._asker_gone(sess, oid, t_late - _SLOW_ANSWER_S)):
                         return False
                     sent = 0
                     if pipe_fd:
                         try:
-                            sent = _os_write(ch.in_fd, data)
+                            sent = _os_write(in_fd, data)
                         except (BlockingIOError, BrokenPipeError):
                             pass   # write() below waits, or raises PeerClosed
                     if sent != len(data):
