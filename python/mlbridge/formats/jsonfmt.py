@@ -9,7 +9,7 @@ import json
 import math
 import threading
 from itertools import chain as _chain
-from typing import Any, Callable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -436,8 +436,8 @@ class JsonFormat(FramedFormat):
     # -- reading -------------------------------------------------------------
     def observation_reader(self, features: Sequence[TensorSpec]) -> Optional[Callable[[Any], Any]]:
         feats = tuple(features)
-        if not feats or len({s.np_dtype for s in feats}) != 1 or feats[0].type.kind not in "iuf":
-            return None   # mixed element types, bool, string: the general path
+        if not feats or any(s.type.kind not in "iuf" for s in feats):
+            return None   # bool, string: the general path
         try:
             return _ObservationPlan(feats).read
         except ProtocolError:   # tensors too big to lay out: the general path says so
@@ -486,26 +486,64 @@ class JsonFormat(FramedFormat):
         return End()
 
 
+class _ElementGroup:
+    """The features of one numeric element type, and how a list of JSON
+    numbers becomes their values: checked (JSON integers only for integer
+    tensors, in range; no null, no overflow) and converted by one ``np.array``."""
+
+    def __init__(self, spec: TensorSpec, members: List[int]) -> None:
+        self.members = members                    # feature indices, in header order
+        self.target = spec.np_dtype
+        self.kind = self.target.kind
+        self.limits = _IINFO.get(spec.type.llvm, (0, 0))
+        self.wide = np.uint64 if self.kind == "u" else np.int64
+
+    def convert(self, values: List[Any]) -> Optional[np.ndarray]:
+        kinds = set(map(type, values))
+        try:
+            if self.kind == "f":
+                if not kinds <= {float, int}:   # "NaN" strings, null, booleans: the general path
+                    return None
+                arr = np.array(values, dtype=np.float64)
+                if self.target.itemsize == 4:
+                    with np.errstate(over="ignore"):
+                        arr = arr.astype(self.target)
+                if not np.isfinite(arr).all():
+                    return None
+                return arr
+            if values and kinds != {int}:
+                return None
+            arr = np.array(values, dtype=self.wide)   # OverflowError beyond it
+            lo, hi = self.limits
+            if arr.size and (int(arr.min()) < lo or int(arr.max()) > hi):
+                return None
+            return arr.astype(self.target, copy=False)
+        except (OverflowError, ValueError, TypeError):
+            return None
+
+
 class _ObservationPlan:
-    """One session's observations read in a few steps, for features of one
-    numeric element type (every LLVM inliner feature is int64): the tensors'
-    names, types and shapes compared with the header's, every value gathered
-    into one list, checked (JSON integers only for integer tensors, in range;
-    no null, no overflow) and converted by one ``np.array``, whose bytes are
-    the packed record of all features (a FeatureView). 38 int64 features:
-    about 190 -> 25 us. Anything else (a big payload, which simdjson reads
-    faster; a missing key; a value the checks refuse) returns None and takes
-    the general path, which decides with its errors."""
+    """One session's observations read in a few steps, for numeric features:
+    the tensors' names, types and shapes compared with the header's as one
+    list, the values of each element type gathered into one list, checked and
+    converted by one ``np.array`` (_ElementGroup), and the bytes laid out as
+    the packed record of all features (a FeatureView). 38 int64 features (the
+    inliner): about 190 -> 25 us; int64 and float features mixed (regalloc
+    eviction): one conversion per type and one concatenation. Anything else
+    (a big payload, which simdjson reads faster; a missing key; a value the
+    checks refuse) returns None and takes the general path, which decides
+    with its errors."""
 
     def __init__(self, feats: Sequence[TensorSpec]) -> None:
         self.heads = [(s.name, s.type.llvm, list(s.shape), s.numel) for s in feats]
         self.dims = any(s.shape for s in feats)
         self.count = len(feats)
         self.layout = RecordLayout(feats)
-        self.target = feats[0].np_dtype
-        self.kind = self.target.kind
-        self.limits = _IINFO.get(feats[0].type.llvm, (0, 0))
-        self.wide = np.uint64 if self.kind == "u" else np.int64
+        by_type: Dict[Any, List[int]] = {}
+        for i, s in enumerate(feats):
+            by_type.setdefault(s.np_dtype, []).append(i)
+        self.groups = [_ElementGroup(feats[idx[0]], idx) for idx in by_type.values()]
+        self.numel = [s.numel for s in feats]
         self.big = SIMDJSON_MIN_BYTES if _simdjson is not None else None
 
     def read(self, payload: Any) -> Optional[Tuple[int, Any]]:
@@ -533,26 +571,20 @@ class _ObservationPlan:
         # Python has 1.0 == True == 1, a shape does not.
         if self.dims and set(map(type, _chain.from_iterable([h[2] for h in heads]))) != {int}:
             return None
-        values = list(_chain.from_iterable([t["data"] for t in items]))   # a str or dict data: refused below
-        kinds = set(map(type, values))
-        try:
-            if self.kind == "f":
-                if not kinds <= {float, int}:   # "NaN" strings, null, booleans: the general path
-                    return None
-                arr = np.array(values, dtype=np.float64)
-                if self.target.itemsize == 4:
-                    with np.errstate(over="ignore"):
-                        arr = arr.astype(self.target)
-                if not np.isfinite(arr).all():
-                    return None
-            else:
-                if values and kinds != {int}:
-                    return None
-                arr = np.array(values, dtype=self.wide)   # OverflowError beyond it
-                lo, hi = self.limits
-                if arr.size and (int(arr.min()) < lo or int(arr.max()) > hi):
-                    return None
-                arr = arr.astype(self.target, copy=False)
-        except (OverflowError, ValueError, TypeError):
-            return None
-        return oid, self.layout.view(arr, 0)
+        if len(self.groups) == 1:
+            # A str or dict data: refused by the conversion.
+            arr = self.groups[0].convert(list(_chain.from_iterable([t["data"] for t in items])))
+            if arr is None:
+                return None
+            return oid, self.layout.view(arr, 0)
+        parts: List[Any] = [None] * self.count
+        numel = self.numel
+        for g in self.groups:
+            arr = g.convert(list(_chain.from_iterable([items[i]["data"] for i in g.members])))
+            if arr is None:
+                return None
+            at = 0
+            for i in g.members:
+                parts[i] = arr[at:at + numel[i]].view(np.uint8)
+                at += numel[i]
+        return oid, self.layout.view(np.concatenate(parts), 0)
