@@ -196,7 +196,7 @@ def test_bitstream_tensor_bytes_land_aligned(serve):
     assert all(aligned and mod == 0 for oid, aligned, mod, _ in seen if oid > 0)
 
 
-def test_retained_views_stay_valid(serve):
+def test_retained_views_stay_valid(serve, refcounts):
     """A policy that keeps the (zero-copy) bitstream views sees them unchanged later."""
     kept = []
 
@@ -213,7 +213,19 @@ def test_retained_views_stay_valid(serve):
     assert all(not k.flags.writeable for k in kept)
 
 
-def test_kept_observations_stay_whole(serve):
+@pytest.fixture(params=["shortcuts", "no shortcuts"])
+def refcounts(request, monkeypatch):
+    """Both ways the hot loop can run: with the reference-count shortcuts
+    (CPython <= 3.13) and without them (other interpreters), where
+    transport.channel.reference_count is always 0."""
+    if request.param == "no shortcuts":
+        from mlbridge.transport import channel, server
+        monkeypatch.setattr(channel, "reference_count", lambda obj: 0)
+        monkeypatch.setattr(server, "reference_count", lambda obj: 0)
+    return request.param
+
+
+def test_kept_observations_stay_whole(serve, refcounts):
     """The bitstream loop reuses an Observation nobody kept; one the policy
     keeps (every other one here) is never touched again: its id, context and
     features stay those of its own decision."""

@@ -92,9 +92,24 @@ def _set_pipe_size(fd: int) -> None:
 
 
 _readv = os.readv   # a module global: one lookup less per read
-# CPython's reference counts (see ServerChannel.refiller); elsewhere 0, which
-# sends every read through InputBuffer._exported().
-_getrefcount = getattr(sys, "getrefcount", lambda obj: 0)
+
+
+def _local_count() -> int:
+    x = object()   # one holder: this local
+    return sys.getrefcount(x)
+
+
+# Hot-path shortcuts read reference counts: the channel to skip a resize that
+# looks for buffer exports (ServerChannel.refiller), the server to reuse an
+# Observation nobody kept. They rely on CPython up to 3.13 counting a local
+# passed to getrefcount twice (the local and the argument). Elsewhere (other
+# interpreters; 3.14 may borrow the argument's reference) reference_count()
+# is 0, never the count a shortcut expects, so the safe path always runs.
+if sys.implementation.name == "cpython" and sys.version_info < (3, 14) and _local_count() == 2:
+    reference_count = sys.getrefcount
+else:
+    def reference_count(obj: Any) -> int:
+        return 0
 
 
 def pending_bytes(fd: int) -> int:
@@ -506,7 +521,7 @@ class ServerChannel:
             # buffer export holds a reference to the bytearray, so with only
             # buf.data, `data` and the argument holding it there is none;
             # otherwise InputBuffer._exported() says for sure.
-            if _getrefcount(data) != 3 and buf._exported():
+            if reference_count(data) != 3 and buf._exported():
                 return fill(1, deadline)   # fill() moves to a fresh buffer
             home = buf.home
             buf.start = buf.end = home

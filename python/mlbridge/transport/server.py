@@ -3,7 +3,6 @@ shared memory in shm.py)."""
 from __future__ import annotations
 
 import os
-import sys
 import time
 import types
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
@@ -11,7 +10,7 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequ
 import numpy as np
 
 from .. import formats as _formats
-from .channel import Deadline, ServerChannel, pending_bytes
+from .channel import Deadline, ServerChannel, pending_bytes, reference_count
 from ..core.errors import ChannelTimeout, MLBridgeError, PeerClosed, ProtocolError
 from ..formats.base import DEFAULT_MAX_MESSAGE
 from ..formats.framing import FramedModelDecoder
@@ -140,9 +139,6 @@ class _Eof(Exception):
 
 _os_write = os.write
 _monotonic = time.monotonic
-# CPython: whether anything besides the loop holds an Observation. Elsewhere
-# (no reference counts) every decision gets a new one.
-_getrefcount = getattr(sys, "getrefcount", lambda obj: 3)
 
 
 def direct_call(policy: Any) -> Callable[[Any], Any]:
@@ -554,7 +550,7 @@ class PipeServer:
                     t_late = _monotonic() + _SLOW_ANSWER_S if stale_check else 0.0
                     data = encode(oid, ask(obs))   # a policy error ends the session (bitstream cannot say)
                     del tensors, got   # drop views into the buffer before reading again
-                    if _getrefcount(obs) == 2:   # only `obs` (and the call's argument) hold it
+                    if reference_count(obs) == 2:   # only `obs` (and the call's argument) hold it
                         obs._tensors = obs._features = None
                         spare = obs
                     else:
