@@ -2,7 +2,7 @@
 for every advisor stock LLVM 19 exposes in interactive mode (issue 14).
 
     python3 bench/advisor_overhead.py [--runs 5] [--advisors inliner evict priority]
-                                      [--scale 1.0] [--json-out FILE] [--instructions]
+                                      [--scale 1.0] [--json-out FILE] [--instructions] [--pin CPU]
 
 For each advisor it generates a large input (C, compiled by clang-19):
   inliner   2,000 functions with 3 calls each (about 6,000 questions) for
@@ -257,11 +257,21 @@ def main(argv: Sequence[str]) -> int:
     ap.add_argument("--instructions", action="store_true",
                     help="also count user-space instructions per decision under valgrind's callgrind "
                          "(about 2 minutes per advisor; steady where CPU time is noisy)")
+    ap.add_argument("--pin", type=int, metavar="CPU",
+                    help="run this process, both agents and the compilers on this one CPU (os.sched_setaffinity): "
+                         "each decision is then a switch between two processes instead of a wake-up on another "
+                         "CPU, whose cost on a virtual machine swamps the difference being measured")
     ap.add_argument("--one", nargs=5, metavar=("AGENT", "ADVISOR", "IR", "OUT", "TMP"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.one:
         print(one_run(*args.one))
         return 0
+    if args.pin is not None:
+        try:
+            os.sched_setaffinity(0, {args.pin})
+        except (OSError, AttributeError) as exc:
+            print(f"advisor_overhead: cannot pin to CPU {args.pin}: {exc}", file=sys.stderr)
+            return 2
     if args.instructions and not shutil.which("valgrind"):
         print("advisor_overhead: --instructions needs valgrind (apt-get install valgrind)", file=sys.stderr)
         return 2
@@ -279,6 +289,7 @@ def main(argv: Sequence[str]) -> int:
                 ins = instructions_per_decision(key, args.scale, tmp)
                 row["instructions_per_decision"] = ins
                 row["instructions_ratio"] = round(ins["mlbridge"] / max(1, ins["raw"]), 3)
+            row["pin"] = args.pin
             row["loadavg"] = loadavg()
             print(json.dumps(row), flush=True)
             rows.append(row)
