@@ -184,3 +184,28 @@ def test_not_a_fifo_refused(tmp_path):
     (tmp_path / "f.in").write_text("regular file")
     with pytest.raises(MLBridgeError, match="not a FIFO"):
         mlbridge.PipeServer(str(base))
+
+
+def test_direct_call_binds_a_python_call_and_leaves_the_rest():
+    """The server calls a policy object's Python __call__ as a bound method
+    (the interpreter's fast path); anything else is called as it is. Either
+    way the answer is the policy's."""
+    import functools
+
+    from mlbridge.transport.server import direct_call
+
+    class Doubler(mlbridge.Model):
+        def __call__(self, obs):
+            return obs * 2
+
+    m = Doubler()
+    bound = direct_call(m)
+    assert bound.__self__ is m and bound(21) == m(21) == 42
+
+    def plain(obs):
+        return obs + 1
+
+    assert direct_call(plain) is plain
+    part = functools.partial(plain)
+    assert direct_call(part) is part and direct_call(part)(1) == 2
+    assert direct_call(abs) is abs

@@ -140,6 +140,10 @@ class _Eof(Exception):
 _os_write = os.write
 _monotonic = time.monotonic
 
+#: A bitstream answer that took longer than this is sent only if the compiler
+#: has written nothing since its question (see PipeServer._asker_gone).
+_SLOW_ANSWER_S = 0.001
+
 
 def direct_call(policy: Any) -> Callable[[Any], Any]:
     """``policy`` in the form that is cheapest to call once per decision: an
@@ -151,9 +155,6 @@ def direct_call(policy: Any) -> Callable[[Any], Any]:
     if isinstance(f, types.FunctionType):
         return f.__get__(policy)   # type: ignore[no-any-return]
     return policy
-#: A bitstream answer that took longer than this is sent only if the compiler
-#: has written nothing since its question (see PipeServer._asker_gone).
-_SLOW_ANSWER_S = 0.001
 
 
 def _describe(exc: BaseException) -> str:
