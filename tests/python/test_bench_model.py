@@ -46,3 +46,17 @@ def test_const_and_echo_and_idle_exit(procs, tmp_path):
         with mlbridge.PipeClient(base, [T("x", "int64_t", [3])], [T("d", "int32_t", [1, 2])], timeout=10) as c:
             assert c.evaluate({"x": [7, 8, 9]}).tolist() == want
         assert p.wait(10) == 0   # idle timeout ends it
+
+
+def test_the_server_message_profile_runs():
+    """bench/server_message_profile.py (issue 14's per-message stages) still
+    runs: one JSON line per server and format, every stage timed."""
+    import json
+    from pathlib import Path
+    script = Path(__file__).resolve().parents[2] / "bench" / "server_message_profile.py"
+    res = subprocess.run([sys.executable, str(script), "--repeat", "20"], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr[-2000:]
+    rows = [json.loads(line) for line in res.stdout.splitlines()]
+    assert [(r["server"], r["format"]) for r in rows][:3] == [
+        ("PipeServer/ShmServer", "bitstream"), ("PipeServer/ShmServer", "json"), ("PipeServer/ShmServer", "protobuf")]
+    assert all(r["message_us"] > 0 for r in rows)

@@ -329,3 +329,18 @@ def test_slow_policy_gets_compiler_killed(ir, tmp_path):
     assert seen["gone"] - t0 < 4.0
     assert time.monotonic() - t0 < 6.0
     assert _procs_with(marker) == []
+
+
+def test_the_advisor_overhead_benchmark_runs(ir, tmp_path):
+    """bench/advisor_overhead.py (issue 14's figures) still runs end to end on
+    small inputs: both agents give the same decisions for every advisor (the
+    script refuses otherwise), one JSON line each."""
+    out = tmp_path / "rows.jsonl"
+    res = subprocess.run([sys.executable, str(ROOT / "bench" / "advisor_overhead.py"), "--runs", "1",
+                          "--scale", "0.05", "--json-out", str(out)],
+                         capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-2000:]
+    import json
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["advisor"] for r in rows] == ["inliner", "evict", "priority"]
+    assert all(r["decisions"] > 0 and r["cpu_us_per_decision"]["mlbridge"] > 0 for r in rows)
