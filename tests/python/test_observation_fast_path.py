@@ -344,3 +344,65 @@ def test_bitstream_reader_on_mutated_observations(key, edits, seed, cut):
     rng = np.random.default_rng(seed)
     message = get_format("bitstream").observation(int(rng.integers(0, 1000)), feats, [_values(s, rng) for s in feats])
     _check_bitstream(feats, _mutate(message, edits), cut)
+
+
+# ---- framed formats: the decoder's per-session reader (the same hot loop) ---------------------
+def _framed_decoder(fmt, feats):
+    dec = FramedModelDecoder()
+    stream = bytearray(fmt.preamble() + fmt.header(feats, ADVICE))
+    pos = 0
+    while pos < len(stream):
+        _, pos = dec.decode(stream, pos, len(stream))
+    return dec
+
+
+def _check_framed(fmt, feats, frame: bytes, cut: int) -> None:
+    """Whenever the reader answers, decode() answers the same observation
+    from the same bytes; when it asks for more, decode() cannot decide yet."""
+    data = bytearray(b"\0\0\0" + frame[:cut])
+    dec = _framed_decoder(fmt, feats)
+    read = dec.observation_reader()
+    assert read is not None
+    got = read(data, 3, len(data))
+    need = dec.need
+    try:
+        general = _framed_decoder(fmt, feats).decode(data, 3, len(data))
+    except ProtocolError as exc:
+        general = exc
+    if got is None:
+        if need:
+            assert general is None and 3 + need > len(data)
+        return
+    assert not isinstance(general, Exception), f"the reader accepted what decode() refuses: {general}"
+    msg, gnxt = general
+    oid, tensors, nxt = got
+    assert isinstance(msg, Observation) and msg.id == oid and nxt == gnxt == len(data)
+    for s in feats:
+        a, b = tensors[s.name], msg.tensors[s.name]
+        assert a.dtype == b.dtype == s.np_dtype and a.shape == b.shape == s.shape
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("fmt_name", ["json", "protobuf"])
+@pytest.mark.parametrize("key", ["inliner", "floats", "mixed"])
+def test_framed_reader_matches_decode(fmt_name, key):
+    fmt = get_format(fmt_name)
+    feats = FEATURE_SETS[key]
+    rng = np.random.default_rng(5)
+    frame = fmt.observation(9, feats, [_values(s, rng) for s in feats])
+    for cut in range(len(frame) + 1):
+        _check_framed(fmt, feats, frame, cut)
+    # Not observations: a context, an end, the next session's preamble.
+    for other in (fmt.context("f"), fmt.end(), fmt.preamble()):
+        _check_framed(fmt, feats, other, len(other))
+
+
+@pytest.mark.parametrize("fmt_name", ["json", "protobuf"])
+@SETTINGS
+@given(edits=EDITS, seed=st.integers(0, 2**32 - 1), cut=st.integers(0, 1 << 16))
+def test_framed_reader_on_mutated_frames(fmt_name, edits, seed, cut):
+    fmt = get_format(fmt_name)
+    feats = FEATURE_SETS["inliner"]
+    rng = np.random.default_rng(seed)
+    frame = fmt.observation(int(rng.integers(0, 1000)), feats, [_values(s, rng) for s in feats])
+    _check_framed(fmt, feats, _mutate(frame, edits), cut)

@@ -119,6 +119,10 @@ def parse_preamble(pre: bytes) -> Tuple[FramedFormat, int]:
     return fmt, version
 
 
+#: The preamble's magic read as a frame length (a new session beginning).
+_MAGIC_SIZE = int.from_bytes(MAGIC, "little")
+
+
 class _FrameReader(Decoder):
     """Common frame splitting: 4-byte little-endian length, then the payload."""
 
@@ -209,6 +213,43 @@ class FramedModelDecoder(_FrameReader):
         elif isinstance(msg, Reply):
             raise ProtocolError(f"{self.format.name}: a reply came from the compiler side")
         return msg, nxt
+
+    def observation_reader(self) -> Optional[Callable[[Any, int, int], Optional[Tuple[int, Any, int]]]]:
+        """Like BitstreamModelDecoder.observation_reader, for the hot loop: once
+        the header is read, ``read(data, pos, end)`` gives ``(id, tensors,
+        next_pos)`` for a complete observation frame that the format's
+        per-session reader takes (FramedFormat.observation_reader), and None for
+        anything else, which decode() then decides. After None, ``need`` is the
+        bytes from ``pos`` a frame still arriving needs (0 if there is a whole
+        frame). None when the format has no per-session reader."""
+        read_obs = self._read_observation
+        if read_obs is None:
+            return None
+        limit = self.max_message
+        from_bytes = int.from_bytes
+
+        def read(data: Any, pos: int, end: int) -> Optional[Tuple[int, Any, int]]:
+            if end - pos < 4:
+                self.need = 4
+                return None
+            size = from_bytes(data[pos:pos + 4], "little")
+            total = pos + 4 + size
+            if size > limit or size == _MAGIC_SIZE:   # too big, or a new session's preamble: decode() says
+                self.need = 0
+                return None
+            if total > end:
+                self.need = 4 + size
+                return None
+            payload = memoryview(data)[pos + 4:total]
+            try:
+                hit = read_obs(payload)
+            finally:
+                payload.release()
+            if hit is None:
+                self.need = 0
+                return None
+            return hit[0], hit[1], total
+        return read
 
     def _check(self, obs: Observation) -> Dict[str, np.ndarray]:
         if self.header is None:

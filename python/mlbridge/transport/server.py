@@ -143,6 +143,7 @@ _monotonic = time.monotonic
 #: A bitstream answer that took longer than this is sent only if the compiler
 #: has written nothing since its question (see PipeServer._asker_gone).
 _SLOW_ANSWER_S = 0.001
+_NEVER = float("inf")
 
 
 def direct_call(policy: Any) -> Callable[[Any], Any]:
@@ -155,6 +156,17 @@ def direct_call(policy: Any) -> Callable[[Any], Any]:
     if isinstance(f, types.FunctionType):
         return f.__get__(policy)   # type: ignore[no-any-return]
     return policy
+
+
+def _end_of_stream(sess: Session, framed: bool) -> bool:
+    """The compiler closed the stream at a message boundary: a clean end in
+    bitstream, a compiler that died in a framed format (no end message)."""
+    if framed:
+        sess.clean = False
+        sess.error = "the compiler closed the stream without an end message (died?)"
+    else:
+        sess.clean = True
+    return True
 
 
 def _describe(exc: BaseException) -> str:
@@ -501,9 +513,10 @@ class PipeServer:
         ask = direct_call(policy)
         on_context = getattr(policy, "on_context", None)
         send = self._send
-        # The hot path (bitstream, not recording): an observation whose bytes
-        # are all buffered is decoded, answered and sent in a few calls; any
-        # other message, a short buffer or an error goes through _next().
+        # The hot path (not recording; bitstream, or a framed format with a
+        # per-session reader): an observation whose bytes are all buffered is
+        # decoded, answered and sent in a few calls; any other message, a short
+        # buffer or an error goes through _next().
         reader = getattr(dec, "observation_reader", None)
         fast = reader() if reader is not None and self._rec is None else None
         ch = self.channel
@@ -522,15 +535,14 @@ class PipeServer:
         # (InputBuffer.home). LLVM counts ids up from 0: the home moves when the
         # next id gains a digit, i.e. when the id reaches id_top (the alignment
         # is only for speed: ids going down would cost nothing else).
-        id_top = -1
+        id_top = -1 if not framed else _NEVER   # framed payloads: the format's reader copies what it keeps
         # Building an Observation costs more than the rest of a decision's
         # bookkeeping; one that the policy did not keep is used again.
         spare: Optional[Observation] = None
         while True:
             if fast is not None:
                 if buf.end == buf.start and not refill():
-                    sess.clean = True      # bitstream: end of stream at a message boundary
-                    return True
+                    return _end_of_stream(sess, framed)
                 got = fast(buf.data, buf.start, buf.end)
                 if got is None and dec.need:
                     # An observation still arriving (a big record comes in pieces): read the rest.
@@ -549,7 +561,15 @@ class PipeServer:
                         obs, spare = spare, None
                         obs.id, obs.context, obs._tensors = oid, sess.context, tensors
                     t_late = _monotonic() + _SLOW_ANSWER_S if stale_check else 0.0
-                    data = encode(oid, ask(obs))   # a policy error ends the session (bitstream cannot say)
+                    try:
+                        data = encode(oid, ask(obs))
+                    except Exception as exc:
+                        if not framed:
+                            raise   # bitstream cannot say: the session ends, serve()'s caller is told
+                        del tensors, got, obs
+                        send(fmt.error(oid, _describe(exc)))
+                        sess.errors += 1
+                        continue
                     del tensors, got   # drop views into the buffer before reading again
                     if reference_count(obs) == 2:   # only `obs` (and the call's argument) hold it
                         obs._tensors = obs._features = None
@@ -576,12 +596,7 @@ class PipeServer:
             try:
                 msg = self._next(dec)
             except _Eof:
-                if framed:
-                    sess.clean = False
-                    sess.error = "the compiler closed the stream without an end message (died?)"
-                else:
-                    sess.clean = True
-                return True
+                return _end_of_stream(sess, framed)
             except ProtocolError as exc:
                 if framed and exc.id is not None and isinstance(dec, FramedModelDecoder):
                     # A well-framed but wrong observation: say so and go on.
