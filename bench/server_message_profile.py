@@ -74,6 +74,8 @@ def pipe_stages(fmt_name: str, args: argparse.Namespace) -> Dict[str, Any]:
     reader = getattr(dec, "observation_reader", None)
     fast = reader() if reader is not None else None
     end = len(buf)
+    if fast is not None and fast(buf, 0, end) is None:
+        fast = None   # the loop's fast read declines this message (e.g. big json): the general path takes it
 
     if fast is not None:   # PipeServer._loop's hot path
         def decode() -> Any:

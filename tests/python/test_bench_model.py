@@ -54,9 +54,11 @@ def test_the_server_message_profile_runs():
     import json
     from pathlib import Path
     script = Path(__file__).resolve().parents[2] / "bench" / "server_message_profile.py"
-    res = subprocess.run([sys.executable, str(script), "--repeat", "20"], capture_output=True, text=True, timeout=300)
-    assert res.returncode == 0, res.stderr[-2000:]
-    rows = [json.loads(line) for line in res.stdout.splitlines()]
-    assert [(r["server"], r["format"]) for r in rows][:3] == [
-        ("PipeServer/ShmServer", "bitstream"), ("PipeServer/ShmServer", "json"), ("PipeServer/ShmServer", "protobuf")]
-    assert all(r["message_us"] > 0 for r in rows)
+    for extra in ([], ["--floats", "25000"]):   # the inliner's message; one big vector (json's general path)
+        res = subprocess.run([sys.executable, str(script), "--repeat", "20", *extra], capture_output=True, text=True,
+                             timeout=300)
+        assert res.returncode == 0, res.stderr[-2000:]
+        rows = [json.loads(line) for line in res.stdout.splitlines()]
+        assert [(r["server"], r["format"]) for r in rows][:3] == [
+            ("PipeServer/ShmServer", "bitstream"), ("PipeServer/ShmServer", "json"), ("PipeServer/ShmServer", "protobuf")]
+        assert all(r["message_us"] > 0 for r in rows)
