@@ -34,21 +34,34 @@ def _serve_in_thread(srv, policy, out):
     return t
 
 
+def _plus_one_session(srv, got: list):
+    """A session whose policy answers x + 1, its header and first question
+    (x = 1) written and answered: (serving thread, fin, fout)."""
+    t = _serve_in_thread(srv, lambda obs: int(obs["x"][0]) + 1, got)
+    fin, fout = _connect(srv.base)
+    os.write(fout, B.header(FEATS, ADV) + B.observation(0, FEATS, [np.array([1])]))
+    assert os.read(fin, 8) == np.int64(2).tobytes()
+    return t, fin, fout
+
+
+def _ends_with_timeout(t, got: list, observations: int) -> None:
+    """The session ends within a few timeouts (0.3 s) with ChannelTimeout,
+    after ``observations`` answers."""
+    t0 = time.monotonic()
+    t.join(10)
+    waited = time.monotonic() - t0
+    assert not t.is_alive()
+    sess = got[0]
+    assert sess.observations == observations and sess.clean is False and "ChannelTimeout" in sess.error, sess.error
+    assert 0.25 < waited < 3.0, waited
+
+
 def test_stalled_compiler_times_out_then_next_session_is_clean():
     with mlbridge.PipeServer(format="bitstream", timeout=0.3) as srv:
         got: list = []
-        t = _serve_in_thread(srv, lambda obs: int(obs["x"][0]) + 1, got)
-        fin, fout = _connect(srv.base)
-        os.write(fout, B.header(FEATS, ADV) + B.observation(0, FEATS, [np.array([41])]))
-        assert os.read(fin, 8) == np.int64(42).tobytes()
-        t0 = time.monotonic()
+        t, fin, fout = _plus_one_session(srv, got)
         os.write(fout, b'{"observation":1}\n')       # then nothing: the compiler hangs mid-message
-        t.join(10)
-        waited = time.monotonic() - t0
-        assert not t.is_alive()
-        sess = got[0]
-        assert sess.observations == 1 and sess.clean is False and "ChannelTimeout" in sess.error
-        assert 0.25 < waited < 3.0, waited
+        _ends_with_timeout(t, got, 1)
         os.close(fout)
         os.close(fin)
 
@@ -119,19 +132,10 @@ def test_compiler_silent_between_messages_times_out():
     reach the decoder, which would call it a protocol error)."""
     with mlbridge.PipeServer(format="bitstream", timeout=0.3) as srv:
         got: list = []
-        t = _serve_in_thread(srv, lambda obs: int(obs["x"][0]) + 1, got)
-        fin, fout = _connect(srv.base)
-        os.write(fout, B.header(FEATS, ADV) + B.observation(0, FEATS, [np.array([1])]))
-        assert os.read(fin, 8) == np.int64(2).tobytes()
+        t, fin, fout = _plus_one_session(srv, got)
         for i in (1, 2):
             os.write(fout, B.observation(i, FEATS, [np.array([i + 1])]))
             assert os.read(fin, 8) == np.int64(i + 2).tobytes()
-        t0 = time.monotonic()
-        t.join(10)   # nothing more is written
-        waited = time.monotonic() - t0
-        assert not t.is_alive()
-        sess = got[0]
-        assert sess.observations == 3 and sess.clean is False and "ChannelTimeout" in sess.error, sess.error
-        assert 0.25 < waited < 3.0, waited
+        _ends_with_timeout(t, got, 3)   # nothing more is written
         os.close(fout)
         os.close(fin)
