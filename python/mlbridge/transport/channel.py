@@ -112,6 +112,15 @@ else:
         return 0
 
 
+def rearm_and_fill(fill: Callable[[int, Deadline], bool], deadline: Deadline) -> Callable[[], bool]:
+    """A channel's refiller in general: ``deadline.rearm(); fill(1, deadline)``
+    as one call (ServerChannel.refiller's fallback, ShmServerChannel's)."""
+    def refill() -> bool:
+        deadline.rearm()
+        return fill(1, deadline)
+    return refill
+
+
 def pending_bytes(fd: int) -> int:
     """Bytes waiting in a pipe (FIONREAD)."""
     try:
@@ -506,10 +515,7 @@ class ServerChannel:
         fill = self.fill
         buf = self.buf
         if deadline.seconds is None:   # no timeout: fill() polls, no watchdog
-            def general() -> bool:
-                deadline.rearm()
-                return fill(1, deadline)
-            return general
+            return rearm_and_fill(fill, deadline)
 
         def refill() -> bool:
             deadline.at = _UNARMED   # rearm(): the clock starts when the watchdog looks

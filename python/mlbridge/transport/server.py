@@ -513,6 +513,10 @@ class PipeServer:
         ask = direct_call(policy)
         on_context = getattr(policy, "on_context", None)
         send = self._send
+
+        def answer_error(oid: int, exc: BaseException) -> None:   # framed formats say what went wrong
+            send(fmt.error(oid, _describe(exc)))
+            sess.errors += 1
         # The hot path (not recording; bitstream, or a framed format with a
         # per-session reader): an observation whose bytes are all buffered is
         # decoded, answered and sent in a few calls; any other message, a short
@@ -567,8 +571,7 @@ class PipeServer:
                         if not framed:
                             raise   # bitstream cannot say: the session ends, serve()'s caller is told
                         del tensors, got, obs
-                        send(fmt.error(oid, _describe(exc)))
-                        sess.errors += 1
+                        answer_error(oid, exc)
                         continue
                     del tensors, got   # drop views into the buffer before reading again
                     if reference_count(obs) == 2:   # only `obs` (and the call's argument) hold it
@@ -600,8 +603,7 @@ class PipeServer:
             except ProtocolError as exc:
                 if framed and exc.id is not None and isinstance(dec, FramedModelDecoder):
                     # A well-framed but wrong observation: say so and go on.
-                    send(fmt.error(exc.id, _describe(exc)))
-                    sess.errors += 1
+                    answer_error(exc.id, exc)
                     continue
                 raise
             if type(msg) is _ObsMsg:
@@ -612,8 +614,7 @@ class PipeServer:
                 except Exception as exc:
                     if not framed:
                         raise   # bitstream cannot carry it: close and tell serve()'s caller
-                    send(fmt.error(msg.id, _describe(exc)))
-                    sess.errors += 1
+                    answer_error(msg.id, exc)
                     continue
                 del obs, msg   # drop views into the buffer before reading again
                 if stale_check and data and self._asker_gone(sess, sess.observations, t_asked):

@@ -27,7 +27,7 @@ import threading
 import time
 from typing import Any, Callable, Iterable, Optional
 
-from .channel import Deadline, InputBuffer, channel_base, remove_channel_dir
+from .channel import Deadline, InputBuffer, channel_base, rearm_and_fill, remove_channel_dir
 from .client import PipeClient
 from ..core.errors import ChannelTimeout, MLBridgeError, PeerClosed, ProtocolError
 from .server import PipeServer
@@ -440,10 +440,7 @@ class ShmServerChannel:
     # -- the interface PipeServer uses ----------------------------------------
     def refiller(self, deadline: Deadline) -> Callable[[], bool]:
         """``deadline.rearm(); fill(1, deadline)`` as one call, like the pipe channel's."""
-        def refill() -> bool:
-            deadline.rearm()
-            return self.fill(1, deadline)
-        return refill
+        return rearm_and_fill(self.fill, deadline)
 
     def fill(self, need: int, deadline: Deadline) -> bool:
         """Buffer until ``need`` bytes are there; False at the end of the session."""
