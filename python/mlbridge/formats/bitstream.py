@@ -103,9 +103,7 @@ class BitstreamModelDecoder(Decoder):
         tail = layout.nbytes + 2   # the newline after the id line, the tensors, their newline
         limit = self.max_message
         bools = layout.bools
-        dtype = layout.dtype
-        record = layout.record if layout.nbytes == 0 else None   # no tensor bytes: RecordLayout's own answer
-        frombuffer = np.frombuffer
+        record = layout.record
 
         def read(data: Any, pos: int, end: int) -> Optional[Tuple[int, Any, int]]:
             nl = data.find(b"\n", pos, end)
@@ -126,12 +124,7 @@ class BitstreamModelDecoder(Decoder):
                 return None
             if bools:
                 layout.check_bools(data, nl + 1, f"observation {oid}")
-            if record is not None:
-                return oid, record(data, nl + 1), total
-            # RecordLayout.record, inline (one call less per decision).
-            rec = frombuffer(data, dtype, 1, nl + 1)
-            rec.setflags(False)   # write=False, positional: no keyword dict per call
-            return oid, rec.squeeze(), total
+            return oid, record(data, nl + 1), total
         return read
 
     def decode(self, data: Any, pos: int, end: int) -> Optional[Tuple[Any, int]]:

@@ -58,15 +58,8 @@ class RecordLayout:
 
     def view(self, data: Any, offset: int) -> "FeatureView":
         """Read-only views of every tensor in ``data[offset:offset+nbytes]``."""
-        if self.nbytes == 0:
-            return FeatureView(None, self, offset)
-        # frombuffer, not np.ndarray(buffer=...): its view holds a buffer export,
-        # which is how InputBuffer knows not to overwrite bytes a policy kept.
-        # (setflags() before squeeze: a fraction of the cost of .flags.writeable;
-        # squeeze() makes the 0-d record in half the time of reshape(()).)
-        rec = np.frombuffer(data, self.dtype, 1, offset)
-        rec.setflags(False)   # write=False, positional: no keyword dict per call
-        return FeatureView(rec.squeeze(), self, offset)
+        rec = self.record(data, offset)
+        return rec if self.nbytes == 0 else FeatureView(rec, self, offset)
 
     def record(self, data: Any, offset: int) -> Any:
         """The record at ``offset`` as one read-only 0-d numpy record (its
@@ -74,6 +67,10 @@ class RecordLayout:
         tensor is empty."""
         if self.nbytes == 0:
             return FeatureView(None, self, offset)
+        # frombuffer, not np.ndarray(buffer=...): its view holds a buffer export,
+        # which is how InputBuffer knows not to overwrite bytes a policy kept.
+        # (setflags() before squeeze: a fraction of the cost of .flags.writeable;
+        # squeeze() makes the 0-d record in half the time of reshape(()).)
         rec = np.frombuffer(data, self.dtype, 1, offset)
         rec.setflags(False)   # write=False, positional: no keyword dict per call
         return rec.squeeze()
