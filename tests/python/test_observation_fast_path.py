@@ -392,8 +392,9 @@ def test_framed_reader_matches_decode(fmt_name, key):
     frame = fmt.observation(9, feats, [_values(s, rng) for s in feats])
     for cut in range(len(frame) + 1):
         _check_framed(fmt, feats, frame, cut)
-    # Not observations: a context, an end, the next session's preamble.
-    for other in (fmt.context("f"), fmt.end(), fmt.preamble()):
+    # Not observations: a context, an end, the next session's preamble, a
+    # length over the message limit (decode() refuses it; the reader steps aside).
+    for other in (fmt.context("f"), fmt.end(), fmt.preamble(), b"\xff\xff\xff\x7f" + frame[4:]):
         _check_framed(fmt, feats, other, len(other))
 
 

@@ -141,7 +141,6 @@ class _Recorder:
     worked out once per session, in on_session_start."""
 
     def __init__(self, policy: Any) -> None:
-        self.policy = policy
         self.decisions: List[Any] = []
         self._append = self.decisions.append
         self._ask = direct_call(policy)
