@@ -50,6 +50,34 @@ inline Stats summarize(const std::vector<std::vector<double>>& groups) {
   return s;
 }
 
+// Rounds of the same measurement (--rounds): each field's median over them.
+inline Stats medianOf(const std::vector<Stats>& rounds) {
+  Stats m;
+  auto field = [&](double Stats::*f) {
+    std::vector<double> v;
+    for (const Stats& r : rounds) v.push_back(r.*f);
+    return percentile(v, 0.5);
+  };
+  m.totalMs = field(&Stats::totalMs);
+  m.p50Us = field(&Stats::p50Us);
+  m.p99Us = field(&Stats::p99Us);
+  m.meanUs = field(&Stats::meanUs);
+  m.decisionsPerSec = field(&Stats::decisionsPerSec);
+  for (const Stats& r : rounds) m.calls += r.calls;
+  return m;
+}
+
+// "[1.031,0.987]": per-round figures for the JSON line.
+inline std::string jsonList(const std::vector<double>& v) {
+  std::string out = "[";
+  char buf[32];
+  for (size_t i = 0; i < v.size(); ++i) {
+    std::snprintf(buf, sizeof buf, "%s%.3f", i ? "," : "", v[i]);
+    out += buf;
+  }
+  return out + "]";
+}
+
 inline std::string statsJson(const Stats& s) {
   char buf[320];
   std::snprintf(buf, sizeof buf, "{\"total_ms\":%.3f,\"p50_us\":%.2f,\"p99_us\":%.2f,\"mean_us\":%.2f,\"calls\":%zu",

@@ -9,7 +9,10 @@
 //              against one Python model server for --seconds S: decisions/s
 // The floor beside each result: the same gRPC calls answered by a handler
 // that returns prebuilt reply bytes without decoding anything (what gRPC
-// itself costs, Python side included).
+// itself costs, Python side included). rtt and latency also measure gRPC
+// alone: the same calls answered by a C++ server (bench/grpc_floor_server.cc),
+// what no Python server on top of gRPC can go below.
+// --rounds K alternates the three K times; medians are reported.
 #include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
@@ -41,6 +44,7 @@ namespace {
 struct Options {
   std::string mode, runner = "grpc", format = "protobuf", pin = "both", python = "python3";
   int repeats = 5;
+  int rounds = 1;
   int iterations = 20000;
   int workers = 16;
   double seconds = 5;
@@ -50,15 +54,28 @@ struct Options {
 
 using BenchOptions = Options;
 
-// The Python model server, pinned to `cpu`; its port from its ready line.
+// The model "cxx": gRPC alone, this binary's grpc-floor-server.
+const char* const kCxxFloor = "cxx";
+
+std::string selfExe() {
+  char buf[4096];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "mlbridge-bench";
+}
+
+// The model server (Python, or the C++ floor), pinned to `cpu`; its port from its ready line.
 struct Peer : tools::PythonGrpcServer {
   Peer(const BenchOptions& o, const std::string& model, int cpu, int maxWorkers)
-      : PythonGrpcServer({"--model", model, "--max-workers", std::to_string(maxWorkers)}, serverOptions(o, cpu)) {}
-  static PythonGrpcServer::Options serverOptions(const BenchOptions& o, int cpu) {
+      : PythonGrpcServer(model == kCxxFloor ? std::vector<std::string>()
+                                            : std::vector<std::string>{"--model", model, "--max-workers",
+                                                                       std::to_string(maxWorkers)},
+                         serverOptions(o, model, cpu)) {}
+  static PythonGrpcServer::Options serverOptions(const BenchOptions& o, const std::string& model, int cpu) {
     PythonGrpcServer::Options so;
     so.python = o.python;
     so.cpu = cpu;
     so.readyTimeoutMs = 60000;
+    if (model == kCxxFloor) so.command = {selfExe(), "grpc-floor-server"};
     return so;
   }
 };
@@ -80,7 +97,8 @@ Stats run(const Options& o, const std::string& model, int peerCpu, Status* error
   int maxWorkers = o.mode == "throughput" ? o.workers + 4 : 4;  // a thread per streaming session
   Peer peer(o, model, peerCpu, maxWorkers);
   if (peer.port() <= 0) {
-    *error = unavailable("the Python model server did not start (python3 -m mlbridge.grpc_server)");
+    *error = unavailable(model == kCxxFloor ? "the C++ floor server did not start (mlbridge-bench grpc-floor-server)"
+                                            : "the Python model server did not start (python3 -m mlbridge.grpc_server)");
     return Stats();
   }
   std::vector<std::vector<double>> groups;
@@ -186,7 +204,7 @@ int usage() {
   std::fprintf(stderr,
                "usage: mlbridge-bench rtt|latency|throughput --runner grpc [--format protobuf]\n"
                "                      [--repeats R] [--iterations N] [--workers W] [--seconds S]\n"
-               "                      [--pin both|none|same|cross] [--python PY]\n");
+               "                      [--pin both|none|same|cross] [--python PY] [--rounds K]\n");
   return 2;
 }
 
@@ -208,6 +226,7 @@ int mlbridgeBenchGrpc(int argc, char** argv) {
     else if (a == "--seconds") o.seconds = std::max(0.5, std::atof(v.c_str()));
     else if (a == "--pin") o.pin = v;
     else if (a == "--python") o.python = v;
+    else if (a == "--rounds") o.rounds = std::max(1, std::min(99, std::atoi(v.c_str())));
     else return usage();
   }
   if (o.runner != "grpc") return usage();
@@ -228,42 +247,64 @@ int mlbridgeBenchGrpc(int argc, char** argv) {
     int peerCpu = place == "cross" ? 1 : place == "same" ? 0 : -1;
     pinTo(selfCpu);
     Status error;
-    Stats floor = run(o, "raw", peerCpu, &error);
-    if (error.ok()) {
-      Stats ours = run(o, model, peerCpu, &error);
-      if (!error.ok()) {
-        std::fprintf(stderr, "mlbridge-bench: %s\n", error.toString().c_str());
-        return 1;
+    // Each round runs the grpcio floor, the model and (rtt, latency) gRPC
+    // alone, starting with a different one, so a drifting machine weighs on
+    // all three; ratios are taken within a round, and medians reported.
+    std::vector<std::string> kinds = {"raw", model};
+    if (o.mode != "throughput") kinds.push_back(kCxxFloor);
+    std::vector<std::vector<Stats>> got(kinds.size());
+    std::vector<double> ratiosTotal, ratiosP50;
+    for (int round = 0; round < o.rounds && error.ok(); ++round) {
+      std::vector<Stats> one(kinds.size());
+      for (size_t k = 0; k < kinds.size() && error.ok(); ++k) {
+        size_t which = (k + static_cast<size_t>(round)) % kinds.size();
+        one[which] = run(o, kinds[which], peerCpu, &error);
       }
-      double ratioTotal = floor.totalMs > 0 ? ours.totalMs / floor.totalMs : 0;
-      double ratioP50 = floor.p50Us > 0 ? ours.p50Us / floor.p50Us : 0;
-      if (o.mode == "throughput")
-        std::printf("%-10s %-6s grpc/protobuf  %d workers: %9.0f decisions/s  p50 %8.2f us  p99 %8.2f us   | "
-                    "floor (gRPC, no decoding): %9.0f decisions/s\n",
-                    o.mode.c_str(), place.c_str(), o.workers, ours.decisionsPerSec, ours.p50Us, ours.p99Us,
-                    floor.decisionsPerSec);
-      else
-        std::printf("%-8s %-6s grpc/protobuf  total %9.3f ms  p50 %8.2f us  p99 %8.2f us   | floor (gRPC, no "
-                    "decoding): total %9.3f ms  p50 %8.2f us   | ratio total %.2fx p50 %.2fx\n",
-                    o.mode.c_str(), place.c_str(), ours.totalMs, ours.p50Us, ours.p99Us, floor.totalMs, floor.p50Us,
-                    ratioTotal, ratioP50);
-      std::fflush(stdout);
-      char ratios[128];
-      std::snprintf(ratios, sizeof ratios, ",\"ratio_total\":%.3f,\"ratio_p50\":%.3f", ratioTotal, ratioP50);
-      std::string entry =
-          "\"" + place + "\":{\"result\":" + statsJson(ours) + ",\"floor\":" + statsJson(floor) + ratios + "}";
-      summary += (summary.empty() ? "" : ",") + entry;
-      if (&place == &placements.front()) {
-        std::string head = statsJson(ours);
-        head.pop_back();
-        summary = head.substr(1) + ",\"floor_total_ms\":" + std::to_string(floor.totalMs) +
-                  ",\"floor_p50_us\":" + std::to_string(floor.p50Us) + ",\"placement\":\"" + place + "\"" +
-                  (o.mode == "throughput" ? ",\"workers\":" + std::to_string(o.workers) : std::string()) + "," +
-                  entry;
-      }
-    } else {
+      for (size_t k = 0; k < kinds.size(); ++k) got[k].push_back(one[k]);
+      ratiosTotal.push_back(one[0].totalMs > 0 ? one[1].totalMs / one[0].totalMs : 0);
+      ratiosP50.push_back(one[0].p50Us > 0 ? one[1].p50Us / one[0].p50Us : 0);
+    }
+    if (!error.ok()) {
       std::fprintf(stderr, "mlbridge-bench: %s\n", error.toString().c_str());
       return 1;
+    }
+    Stats floor = medianOf(got[0]), ours = medianOf(got[1]);
+    bool withCxx = kinds.size() > 2;
+    Stats cxx = withCxx ? medianOf(got[2]) : Stats();
+    double ratioTotal = percentile(ratiosTotal, 0.5);
+    double ratioP50 = percentile(ratiosP50, 0.5);
+    if (o.mode == "throughput")
+      std::printf("%-10s %-6s grpc/protobuf  %d workers: %9.0f decisions/s  p50 %8.2f us  p99 %8.2f us   | "
+                  "floor (gRPC, no decoding): %9.0f decisions/s\n",
+                  o.mode.c_str(), place.c_str(), o.workers, ours.decisionsPerSec, ours.p50Us, ours.p99Us,
+                  floor.decisionsPerSec);
+    else
+      std::printf("%-8s %-6s grpc/protobuf  total %9.3f ms  p50 %8.2f us  p99 %8.2f us   | floor (gRPC, no "
+                  "decoding): total %9.3f ms  p50 %8.2f us   | ratio total %.2fx p50 %.2fx   | gRPC alone (C++ "
+                  "server): total %9.3f ms  p50 %8.2f us\n",
+                  o.mode.c_str(), place.c_str(), ours.totalMs, ours.p50Us, ours.p99Us, floor.totalMs, floor.p50Us,
+                  ratioTotal, ratioP50, cxx.totalMs, cxx.p50Us);
+    std::fflush(stdout);
+    char ratios[128];
+    std::snprintf(ratios, sizeof ratios, ",\"ratio_total\":%.3f,\"ratio_p50\":%.3f", ratioTotal, ratioP50);
+    std::string entry = "\"" + place + "\":{\"result\":" + statsJson(ours) + ",\"floor\":" + statsJson(floor) +
+                        (withCxx ? ",\"cxx_floor\":" + statsJson(cxx) : std::string()) + ratios +
+                        (o.rounds > 1 ? ",\"rounds\":" + std::to_string(o.rounds) + ",\"ratio_total_per_round\":" +
+                                            jsonList(ratiosTotal)
+                                      : std::string()) +
+                        "}";
+    summary += (summary.empty() ? "" : ",") + entry;
+    if (&place == &placements.front()) {
+      std::string head = statsJson(ours);
+      head.pop_back();
+      summary = head.substr(1) + ",\"floor_total_ms\":" + std::to_string(floor.totalMs) +
+                ",\"floor_p50_us\":" + std::to_string(floor.p50Us) +
+                (withCxx ? ",\"cxx_floor_total_ms\":" + std::to_string(cxx.totalMs) +
+                               ",\"cxx_floor_p50_us\":" + std::to_string(cxx.p50Us)
+                         : std::string()) +
+                ",\"placement\":\"" + place + "\"" +
+                (o.mode == "throughput" ? ",\"workers\":" + std::to_string(o.workers) : std::string()) + "," +
+                entry;
     }
   }
   std::printf("{\"bench\":\"%s\",\"runner\":\"grpc\",\"format\":\"protobuf\",%s}\n", o.mode.c_str(),
@@ -272,5 +313,10 @@ int mlbridgeBenchGrpc(int argc, char** argv) {
 }
 
 #ifdef MLBRIDGE_GRPC_BENCH_MAIN
-int main(int argc, char** argv) { return mlbridgeBenchGrpc(argc, argv); }
+int mlbridgeGrpcFloorServer();  // bench/grpc_floor_server.cc
+
+int main(int argc, char** argv) {
+  if (argc >= 2 && std::string(argv[1]) == "grpc-floor-server") return mlbridgeGrpcFloorServer();
+  return mlbridgeBenchGrpc(argc, argv);
+}
 #endif

@@ -1,6 +1,6 @@
 // mlbridge-bench: benchmarks only (tests never time anything).
 //
-//   mlbridge-bench rtt     --runner pipe --format bitstream|json|protobuf [--repeats R] [--pin both|none|same|cross]
+//   mlbridge-bench rtt     --runner pipe --format bitstream|json|protobuf [--repeats R] [--rounds K] [--pin both|none|same|cross]
 //                          [--values half|random]  (the vector: all 0.5, the default, or normal floats)
 //   mlbridge-bench latency --runner pipe --format ...                     [--iterations N] [--pin ...]
 //   mlbridge-bench rtt|latency --runner shm --format ... [--spin-us US] [--peer-spin-us US]  (shared memory)
@@ -16,6 +16,9 @@
 // so both placements are measured (--pin both). The last line is JSON.
 // Every run also reports the CPU time both processes used per call
 // (getrusage), which is what spinning on the shm channel costs.
+// --rounds K repeats floor and mlbridge K times, alternating which goes
+// first; the figures are medians over the rounds, the ratios medians of the
+// per-round ratios (a shared VM's speed drifts more than the gap measured).
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
@@ -43,6 +46,7 @@ int mlbridgeBenchSoak(int argc, char** argv);  // bench/soak.cc: soak --minutes 
 
 #ifdef MLBRIDGE_BENCH_WITH_GRPC
 int mlbridgeBenchGrpc(int argc, char** argv);  // bench/grpc_bench.cc: --runner grpc
+int mlbridgeGrpcFloorServer();                 // bench/grpc_floor_server.cc: gRPC alone, for --runner grpc
 #endif
 
 using namespace mlbridge;
@@ -54,6 +58,7 @@ namespace {
 struct Options {
   std::string mode, runner = "pipe", format = "bitstream", pin = "both", python = "python3";
   int repeats = 5;
+  int rounds = 1;  // floor and ours alternated this many times; medians reported
   int iterations = 100000;
   int spinUs = ShmOptions().spinUs;  // shm: the compiler side's spin budget
   std::string peerSpinUs = "50";     // shm: the Python model's (bench_model --spin-us)
@@ -324,6 +329,7 @@ int usage(FILE* out = stderr) {
                "                      [--spin-us US] [--peer-spin-us US]   (shm)\n"
                "       mlbridge-bench rtt|latency --runner native|aot|onnxruntime|tfaot [--model mlp] [--threads 1,2]\n"
                "                      [--repeats R] [--iterations N] [--pin both|none|same|cross] [--python PY]\n"
+               "                      [--rounds K]   (pipe|shm: floor and mlbridge alternated K times, medians)\n"
                "                      [--values half|random]   (rtt: the vector's values)\n"
                "       mlbridge-bench rtt|latency|throughput --runner grpc [--workers W]   (built with gRPC)\n"
                "       mlbridge-bench soak [--minutes N] [--seed S] [--sessions 64] (see bench/soak.cc)\n"
@@ -338,6 +344,9 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i)
     if (std::string(argv[i]) == "--help" || std::string(argv[i]) == "-h") return usage(stdout);
   if (std::string(argv[1]) == "soak") return mlbridgeBenchSoak(argc, argv);
+#ifdef MLBRIDGE_BENCH_WITH_GRPC
+  if (std::string(argv[1]) == "grpc-floor-server") return mlbridgeGrpcFloorServer();
+#endif
   for (int i = 2; i + 1 < argc; ++i) {
     std::string r = std::string(argv[i]) == "--runner" ? argv[i + 1] : "";
     if (r == "native" || r == "aot" || r == "onnxruntime" || r == "tfaot") return mlbridgeBenchInproc(argc, argv);
@@ -355,6 +364,7 @@ int main(int argc, char** argv) {
     if (a == "--runner") o.runner = v;
     else if (a == "--format") o.format = v;
     else if (a == "--repeats") o.repeats = std::max(1, std::atoi(v.c_str()));
+    else if (a == "--rounds") o.rounds = std::max(1, std::min(99, std::atoi(v.c_str())));
     else if (a == "--values") o.values = v;
     else if (a == "--iterations") o.iterations = std::max(1, std::atoi(v.c_str()));
     else if (a == "--pin") o.pin = v;
@@ -382,15 +392,32 @@ int main(int argc, char** argv) {
     int peerCpu = place == "cross" ? 1 : place == "same" ? 0 : -1;
     pinTo(selfCpu);
     Status error;
-    Stats floor = floorRun(o, peerCpu);
+    // Rounds alternate which side runs first, so a machine that slows down
+    // or speeds up during the run weighs on both; each ratio is taken within
+    // its round, and the medians are reported.
+    std::vector<Stats> floors, oursAll;
+    std::vector<double> ratiosTotal, ratiosP50;
     CpuCost cpu;
-    Stats ours = remoteRun(o, peerCpu, &error, &cpu);
-    if (!error.ok()) {
-      std::fprintf(stderr, "mlbridge-bench: %s\n", error.toString().c_str());
-      return 1;
+    for (int round = 0; round < o.rounds; ++round) {
+      Stats f, s;
+      CpuCost c;
+      if (round % 2 == 0) f = floorRun(o, peerCpu);
+      s = remoteRun(o, peerCpu, &error, &c);
+      if (!error.ok()) {
+        std::fprintf(stderr, "mlbridge-bench: %s\n", error.toString().c_str());
+        return 1;
+      }
+      if (round % 2 == 1) f = floorRun(o, peerCpu);
+      floors.push_back(f);
+      oursAll.push_back(s);
+      ratiosTotal.push_back(f.totalMs > 0 ? s.totalMs / f.totalMs : 0);
+      ratiosP50.push_back(f.p50Us > 0 ? s.p50Us / f.p50Us : 0);
+      cpu.selfUs += c.selfUs / o.rounds;
+      cpu.peerUs += c.peerUs / o.rounds;
     }
-    double ratioTotal = floor.totalMs > 0 ? ours.totalMs / floor.totalMs : 0;
-    double ratioP50 = floor.p50Us > 0 ? ours.p50Us / floor.p50Us : 0;
+    Stats floor = medianOf(floors), ours = medianOf(oursAll);
+    double ratioTotal = percentile(ratiosTotal, 0.5);
+    double ratioP50 = percentile(ratiosP50, 0.5);
     std::printf("%-8s %-6s %s/%-9s  total %9.3f ms  p50 %8.2f us  p99 %8.2f us  cpu/call %6.1f + %6.1f us   | floor (raw FIFO + numpy): total %9.3f ms  p50 %8.2f us   | ratio total %.2fx p50 %.2fx\n",
                 o.mode.c_str(), place.c_str(), o.runner.c_str(), o.format.c_str(), ours.totalMs, ours.p50Us, ours.p99Us,
                 cpu.selfUs, cpu.peerUs, floor.totalMs, floor.p50Us, ratioTotal, ratioP50);
@@ -399,7 +426,11 @@ int main(int argc, char** argv) {
     std::snprintf(ratios, sizeof ratios,
                   ",\"ratio_total\":%.3f,\"ratio_p50\":%.3f,\"cpu_self_us_per_call\":%.2f,\"cpu_peer_us_per_call\":%.2f",
                   ratioTotal, ratioP50, cpu.selfUs, cpu.peerUs);
-    std::string entry = "\"" + place + "\":{\"result\":" + statsJson(ours) + ",\"floor\":" + statsJson(floor) + ratios + "}";
+    std::string perRound = o.rounds > 1 ? ",\"rounds\":" + std::to_string(o.rounds) + ",\"ratio_total_per_round\":" +
+                                              jsonList(ratiosTotal) + ",\"ratio_p50_per_round\":" + jsonList(ratiosP50)
+                                        : "";
+    std::string entry = "\"" + place + "\":{\"result\":" + statsJson(ours) + ",\"floor\":" + statsJson(floor) + ratios +
+                        perRound + "}";
     summary += (summary.empty() ? "" : ",") + entry;
     if (&place == &placements.front()) {
       // Headline numbers: the first placement (cross-core unless --pin says otherwise).

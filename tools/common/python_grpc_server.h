@@ -26,6 +26,9 @@ class PythonGrpcServer {
     std::string python = "python3";
     int cpu = -1;               // pin the server to this CPU (-1: any CPU, even if the parent is pinned)
     int readyTimeoutMs = 30000; // bound on waiting for the ready line
+    // Run this instead (with `args` appended): another server that prints
+    // the same ready line, e.g. the benchmark's C++ floor.
+    std::vector<std::string> command;
   };
 
   PythonGrpcServer(const std::vector<std::string>& args, const Options& options) {
@@ -41,7 +44,8 @@ class PythonGrpcServer {
       dup2(fds[1], 1);
       int devnull = open("/dev/null", O_RDONLY);
       dup2(devnull, 0);
-      std::vector<std::string> all = {options.python, "-m", "mlbridge.grpc_server"};
+      std::vector<std::string> all = options.command;
+      if (all.empty()) all = {options.python, "-m", "mlbridge.grpc_server"};
       all.insert(all.end(), args.begin(), args.end());
       std::vector<char*> argv;
       for (auto& a : all) argv.push_back(const_cast<char*>(a.c_str()));
