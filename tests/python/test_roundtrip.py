@@ -175,11 +175,13 @@ def test_observation_api(serve, fmt):
     assert seen["end"] == (True, 3)
 
 
-def test_bitstream_tensor_bytes_land_aligned(serve):
+@pytest.mark.parametrize("fmt", ["bitstream", "protobuf"])
+def test_tensor_bytes_land_aligned(serve, fmt):
     """After the first observation, each record's tensor bytes start 64-byte
-    aligned within the buffer (InputBuffer.home), whatever the id's digits:
+    aligned within the buffer (InputBuffer.home), whatever the id's length:
     numpy's fast paths need aligned views. Values stay right across the
-    digit changes (9 -> 10, 99 -> 100)."""
+    changes (bitstream digits 9 -> 10, 99 -> 100; protobuf's varint id
+    127 -> 128)."""
     seen = []
 
     def policy(obs):
@@ -188,16 +190,19 @@ def test_bitstream_tensor_bytes_land_aligned(serve):
         return 0
 
     st = serve(policy)
-    with mlbridge.PipeClient(st.base, [T("x", "float", [7])], [T("d", "int64_t", [1])], timeout=5) as c:
-        for i in range(120):
+    with mlbridge.PipeClient(st.base, [T("x", "float", [7])], [T("d", "int64_t", [1])], timeout=5,
+                             format=fmt) as c:
+        for i in range(140):
             c.evaluate({"x": np.full(7, i, np.float32)})
     st.join()
-    assert [v for _, _, _, v in seen] == list(range(120))
+    assert [v for _, _, _, v in seen] == list(range(140))
     assert all(aligned and mod == 0 for oid, aligned, mod, _ in seen if oid > 0)
 
 
-def test_retained_views_stay_valid(serve, refcounts):
-    """A policy that keeps the (zero-copy) bitstream views sees them unchanged later."""
+@pytest.mark.parametrize("fmt", ["bitstream", "protobuf", "json"])
+def test_retained_views_stay_valid(serve, refcounts, fmt):
+    """A policy that keeps the (zero-copy: bitstream, protobuf) views into
+    the channel's buffer sees them unchanged later."""
     kept = []
 
     def policy(obs):
@@ -205,7 +210,8 @@ def test_retained_views_stay_valid(serve, refcounts):
         return 0
 
     st = serve(policy)
-    with mlbridge.PipeClient(st.base, [T("x", "int64_t", [4])], [T("d", "int64_t", [1])], timeout=5) as c:
+    with mlbridge.PipeClient(st.base, [T("x", "int64_t", [4])], [T("d", "int64_t", [1])], timeout=5,
+                             format=fmt) as c:
         for i in range(50):
             c.evaluate({"x": [i, i + 1, i + 2, i + 3]})
     st.join()
@@ -225,9 +231,10 @@ def refcounts(request, monkeypatch):
     return request.param
 
 
-def test_kept_observations_stay_whole(serve, refcounts):
-    """The bitstream loop reuses an Observation nobody kept; one the policy
-    keeps (every other one here) is never touched again: its id, context and
+@pytest.mark.parametrize("fmt", ["bitstream", "protobuf", "json"])
+def test_kept_observations_stay_whole(serve, refcounts, fmt):
+    """The loop reuses an Observation nobody kept; one the policy keeps
+    (every other one here) is never touched again: its id, context and
     features stay those of its own decision."""
     kept = []
 
@@ -237,7 +244,8 @@ def test_kept_observations_stay_whole(serve, refcounts):
         return int(obs["x"][0]) * 2
 
     st = serve(policy)
-    with mlbridge.PipeClient(st.base, [T("x", "int64_t", [4])], [T("d", "int64_t", [1])], timeout=5) as c:
+    with mlbridge.PipeClient(st.base, [T("x", "int64_t", [4])], [T("d", "int64_t", [1])], timeout=5,
+                             format=fmt) as c:
         answers = [int(c.evaluate({"x": [i, i + 1, i + 2, i + 3]})[0]) for i in range(60)]
     st.join()
     assert answers == [2 * i for i in range(60)]

@@ -41,6 +41,14 @@ class Decoder:
             return None
         return f"stream ended inside a message ({avail} bytes of an incomplete message)"
 
+    def aligned_home(self, next_id: int) -> Tuple[int, float]:
+        """Where in an input buffer the observation ``next_id`` should begin
+        so that its (first) tensor's bytes, viewed in place by a zero-copy
+        reader, are 64-byte aligned (numpy's fast loops need aligned data),
+        and the last id for which that holds: ``(home, id_top)``. By
+        default no alignment: ``(0, inf)``."""
+        return 0, float("inf")
+
 
 class WireFormat:
     """Encoders of one format. Framed formats also write a preamble."""

@@ -127,6 +127,12 @@ class BitstreamModelDecoder(Decoder):
             return oid, record(data, nl + 1), total
         return read
 
+    def aligned_home(self, next_id: int) -> Tuple[int, float]:
+        # '{"observation":ID}\n' is 17 bytes plus ID's digits; the home holds
+        # until the id gains a digit.
+        digits = len(str(next_id))
+        return -(17 + digits) & 63, 10 ** digits - 1
+
     def decode(self, data: Any, pos: int, end: int) -> Optional[Tuple[Any, int]]:
         avail = end - pos
         if avail <= 0:

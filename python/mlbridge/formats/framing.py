@@ -71,6 +71,24 @@ class FramedFormat(WireFormat):
         the format has no fast path for these features."""
         return None
 
+    def observation_reader_at(self, features: Sequence[TensorSpec]) -> Optional[Callable[[Any, int, int], Any]]:
+        """The same reader for the hot loop: ``read(data, start, end)`` takes
+        the payload ``data[start:end]`` where it lies. Its tensors may be
+        views into ``data`` (a buffer export: the channel's InputBuffer then
+        leaves those bytes alone). By default, observation_reader on a
+        memoryview of the payload, released after (so it copies what it keeps)."""
+        read = self.observation_reader(features)
+        if read is None:
+            return None
+
+        def read_at(data: Any, start: int, end: int) -> Any:
+            payload = memoryview(data)[start:end]
+            try:
+                return read(payload)
+            finally:
+                payload.release()
+        return read_at
+
     def model_decoder(self, max_message: int = DEFAULT_MAX_MESSAGE) -> Decoder:
         return FramedModelDecoder(max_message)
 
@@ -173,6 +191,8 @@ class FramedModelDecoder(_FrameReader):
         self.header: Optional[Header] = None
         self.need = PREAMBLE_SIZE
         self._read_observation: Optional[Callable[[Any], Any]] = None
+        self._read_observation_at: Optional[Callable[[Any, int, int], Any]] = None
+        self._home: Optional[Callable[[int], Tuple[int, float]]] = None
 
     def decode(self, data: Any, pos: int, end: int) -> Optional[Tuple[Any, int]]:
         if self.format is None:
@@ -210,19 +230,29 @@ class FramedModelDecoder(_FrameReader):
                                     f"(this side speaks version {PROTOCOL_VERSION})")
             self.header = msg
             self._read_observation = self.format.observation_reader(msg.features)
+            self._read_observation_at = self.format.observation_reader_at(msg.features)
+            # A zero-copy reader bound to an object that knows its layout says
+            # where an observation's first tensor begins (protobuf's template).
+            self._home = getattr(getattr(self._read_observation_at, "__self__", None), "home", None)
         elif isinstance(msg, Reply):
             raise ProtocolError(f"{self.format.name}: a reply came from the compiler side")
         return msg, nxt
+
+    def aligned_home(self, next_id: int) -> Tuple[int, float]:
+        if self._home is None:
+            return 0, float("inf")
+        prefix, id_top = self._home(next_id)
+        return -(4 + prefix) & 63, id_top   # after the frame's 4-byte length
 
     def observation_reader(self) -> Optional[Callable[[Any, int, int], Optional[Tuple[int, Any, int]]]]:
         """Like BitstreamModelDecoder.observation_reader, for the hot loop: once
         the header is read, ``read(data, pos, end)`` gives ``(id, tensors,
         next_pos)`` for a complete observation frame that the format's
-        per-session reader takes (FramedFormat.observation_reader), and None for
+        per-session reader takes (FramedFormat.observation_reader_at), and None for
         anything else, which decode() then decides. After None, ``need`` is the
         bytes from ``pos`` a frame still arriving needs (0 if there is a whole
         frame). None when the format has no per-session reader."""
-        read_obs = self._read_observation
+        read_obs = self._read_observation_at
         if read_obs is None:
             return None
         limit = self.max_message
@@ -240,11 +270,7 @@ class FramedModelDecoder(_FrameReader):
             if total > end:
                 self.need = 4 + size
                 return None
-            payload = memoryview(data)[pos + 4:total]
-            try:
-                hit = read_obs(payload)
-            finally:
-                payload.release()
+            hit = read_obs(data, pos + 4, total)
             if hit is None:
                 self.need = 0
                 return None

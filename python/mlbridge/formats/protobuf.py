@@ -174,6 +174,10 @@ class ProtobufFormat(FramedFormat):
         except ProtocolError:   # tensors too big to lay out: the general path says so
             return None
 
+    def observation_reader_at(self, features: Sequence[TensorSpec]) -> Optional[Callable[[Any, int, int], Any]]:
+        read = self.observation_reader(features)
+        return None if read is None else read.__self__.read_at   # zero copy: views into the channel's buffer
+
     def decode_payload(self, payload: Any) -> Any:
         try:
             msg = pb.Message.FromString(payload)
@@ -246,7 +250,14 @@ class _ObservationTemplate:
     int64 features: about 100 -> 10 us). Any other encoding (field order,
     unknown fields, id as non-canonical bytes...) is not matched and takes
     the general path, which decides with its checks and errors.
+
+    Only the non-data bytes are compared (a few dozen per tensor), so a big
+    tensor costs no pass over its data; few runs of them are compared as
+    slices, many through one gathered index array.
     """
+
+    #: Up to this many non-data runs are compared slice by slice.
+    SLICE_RUNS = 6
 
     def __init__(self, feats: Sequence[TensorSpec]) -> None:
         body = bytearray()
@@ -264,37 +275,63 @@ class _ObservationTemplate:
         if check.SerializeToString() != bytes(body):   # pragma: no cover - a serializer we do not know
             raise ProtocolError("protobuf: no canonical observation layout")
         self.size = len(body)
+        self.first_data = offsets[0] if offsets else 0
         self.layout = RecordLayout(feats, offsets=offsets, itemsize=self.size)
-        mask = np.full(self.size, 0xFF, np.uint8)
+        # The runs of non-data bytes: (start, end, their bytes).
+        runs, at = [], 0
         for s, off in zip(feats, offsets):
-            mask[off:off + s.nbytes] = 0
-        self.mask = mask
-        self.expected = (np.frombuffer(bytes(body), np.uint8) & mask).tobytes()
+            if off > at:
+                runs.append((at, off, bytes(body[at:off])))
+            at = off + s.nbytes
+        if at < self.size:
+            runs.append((at, self.size, bytes(body[at:])))
+        self.runs = tuple(runs) if len(runs) <= self.SLICE_RUNS else None
+        self.index = np.concatenate([np.arange(a, b) for a, b, _ in runs]) if runs else np.zeros(0, np.intp)
+        self.expected = b"".join(r[2] for r in runs)
+
+    def home(self, next_id: int) -> Tuple[int, float]:
+        """Bytes from the payload's start to the first tensor's data for the
+        observation ``next_id``, and the last id with the same count (the
+        id's varint length decides it; id 0 is not written)."""
+        if next_id <= 0:
+            return 1 + len(_varint(self.size)) + self.first_data, 0
+        id_bytes = 1 + len(_varint(next_id))
+        last = (1 << (7 * (id_bytes - 1))) - 1
+        return 1 + len(_varint(id_bytes + self.size)) + id_bytes + self.first_data, last
 
     def read(self, payload: Any) -> Optional[Tuple[int, Any]]:
-        """``(id, FeatureView)`` for a canonical observation of the features, else None."""
-        n = len(payload)
-        if n < 2 or payload[0] != _OBS_TAG:
+        """``(id, FeatureView)`` for a canonical observation of the features, else None.
+        The tensors are views into a copy (``payload`` may be released after)."""
+        raw = bytes(payload)
+        return self.read_at(raw, 0, len(raw))
+
+    def read_at(self, data: Any, start: int, end: int) -> Optional[Tuple[int, Any]]:
+        """The same for the payload ``data[start:end]``, with views into ``data``."""
+        if end - start < 2 or data[start] != _OBS_TAG:
             return None
-        length, i = _read_varint(payload, 1, n)   # the observation's length
-        if i + length != n:   # (i is n + 1 when the varint is cut or too long)
+        length, i = _read_varint(data, start + 1, end)   # the observation's length
+        if i + length != end:   # (i is end + 1 when the varint is cut or too long)
             return None
         oid = 0
-        if i < n and payload[i] == 0x08:   # the id (0 is not written)
-            oid, i = _read_varint(payload, i + 1, n)
+        if i < end and data[i] == 0x08:   # the id (0 is not written)
+            oid, i = _read_varint(data, i + 1, end)
             if oid >= 1 << 64:
                 return None
             if oid >= 1 << 63:
                 oid -= 1 << 64
-        if n - i != self.size:
+        if end - i != self.size:
             return None
-        raw = bytes(payload[i:])   # a copy: the payload is a view into the channel's buffer
-        if (np.frombuffer(raw, np.uint8) & self.mask).tobytes() != self.expected:
+        runs = self.runs
+        if runs is not None:
+            for a, b, want in runs:
+                if data[i + a:i + b] != want:
+                    return None
+        elif np.frombuffer(data, np.uint8, self.size, i)[self.index].tobytes() != self.expected:
             return None
         layout = self.layout
         if layout.bools:
             try:
-                layout.check_bools(raw, 0, "")
+                layout.check_bools(data, i, "")
             except ProtocolError:
                 return None
-        return oid, layout.view(raw, 0)
+        return oid, layout.view(data, i)

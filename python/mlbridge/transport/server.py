@@ -143,7 +143,6 @@ _monotonic = time.monotonic
 #: A bitstream answer that took longer than this is sent only if the compiler
 #: has written nothing since its question (see PipeServer._asker_gone).
 _SLOW_ANSWER_S = 0.001
-_NEVER = float("inf")
 
 
 def direct_call(policy: Any) -> Callable[[Any], Any]:
@@ -534,12 +533,13 @@ class PipeServer:
         in_fd = ch.in_fd if pipe_fd else -1   # the session's BASE.in (replaced only between sessions)
         # Bitstream replies carry no id: a late answer must not reach the next session.
         stale_check = pipe_fd and not framed
-        # The next observation's '{"observation":ID}\n' prefix is 17 bytes plus
-        # ID's digits, and its tensor bytes should land 64-byte aligned
-        # (InputBuffer.home). LLVM counts ids up from 0: the home moves when the
-        # next id gains a digit, i.e. when the id reaches id_top (the alignment
-        # is only for speed: ids going down would cost nothing else).
-        id_top = -1 if not framed else _NEVER   # framed payloads: the format's reader copies what it keeps
+        # The next observation's tensor bytes should land 64-byte aligned
+        # (InputBuffer.home; the decoder knows its prefix). LLVM counts ids up
+        # from 0: the home moves when the next id's prefix grows, i.e. when
+        # the id reaches id_top (the alignment is only for speed: ids going
+        # down would cost nothing else).
+        home_for = dec.aligned_home
+        id_top: float = -1
         # Building an Observation costs more than the rest of a decision's
         # bookkeeping; one that the policy did not keep is used again.
         spare: Optional[Observation] = None
@@ -556,9 +556,7 @@ class PipeServer:
                 if got is not None:
                     oid, tensors, buf.start = got
                     if oid >= id_top:
-                        digits = len(str(oid + 1))
-                        id_top = 10 ** digits - 1
-                        buf.home = -(17 + digits) & 63
+                        buf.home, id_top = home_for(oid + 1)
                     if spare is None:
                         obs = Observation(oid, sess.context, sess, tensors)
                     else:   # the last decision's Observation, which nobody kept: no new object
