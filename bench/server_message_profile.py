@@ -7,9 +7,12 @@ For ``PipeServer``/``ShmServer`` (one code path after the bytes are in the
 buffer) it times, per wire format, decoding one observation already in the
 buffer, wrapping it for the policy, the policy (a constant), and encoding the
 checked answer. For the gRPC server it times parsing the request (protobuf)
-and the handler (``_evaluate_one``: lazy tensors, policy, checks, reply
-bytes). The transport (system calls and wake-ups, or gRPC's threads) is what
-``mlbridge-bench latency`` measures beyond these: see docs/python.md.
+and the general handler (``_evaluate_one``: lazy tensors, policy, checks,
+reply bytes), and EvaluateStream's fast path (``stream_us``: the request's
+bytes read in place, ``GrpcServer._fast_evaluator``); ``*_read_all_us``
+with a policy that reads every feature. The transport (system calls and
+wake-ups, or gRPC's threads) is what ``mlbridge-bench latency`` measures
+beyond these: see docs/python.md.
 
 The default message is the LLVM inliner's: 38 int64 features, one int64
 advice. ``--floats N`` uses one float32 vector of N elements instead (the rtt
@@ -130,13 +133,28 @@ def grpc_stages(args: argparse.Namespace) -> Dict[str, Any]:
         _fill_tensor(req.observation.tensors.add(), s, a)
     raw = req.SerializeToString()
     parsed = spb.EvaluateRequest.FromString(raw)
-    return {
+    lv = server._live[sid]
+    fast = server._fast_evaluator(sid, lv)
+    assert fast is not None and fast(raw) == server._evaluate_one(parsed, None)
+
+    def read_all(obs: Observation) -> int:   # a policy that looks at every feature
+        for s in feats:
+            obs[s.name]
+        return 0
+
+    general = {
         "parse_us": per_call_us(lambda: spb.EvaluateRequest.FromString(raw), args.repeat),
         "handler_us": per_call_us(lambda: server._evaluate_one(parsed, None), args.repeat),
         "message_us": per_call_us(lambda: server._evaluate_one(spb.EvaluateRequest.FromString(raw), None),
                                   args.repeat),
-        "bytes_in": len(raw),
+        "stream_us": per_call_us(lambda: fast(raw), args.repeat),
     }
+    lv.policy = read_all
+    general["message_read_all_us"] = per_call_us(
+        lambda: server._evaluate_one(spb.EvaluateRequest.FromString(raw), None), args.repeat)
+    general["stream_read_all_us"] = per_call_us(lambda: fast(raw), args.repeat)
+    general["bytes_in"] = len(raw)
+    return general
 
 
 def main(argv: List[str]) -> int:

@@ -281,6 +281,118 @@ def _raw_stream(ch, session):
     return call, req
 
 
+def _stream_replies(srv, requests):
+    """Sends serialized EvaluateRequests on one EvaluateStream; the reply bytes."""
+    import grpc
+
+    with grpc.insecure_channel(srv.target) as ch:
+        call = ch.stream_stream("/mlbridge.v1.ModelService/EvaluateStream")   # bytes both ways
+        return list(call(iter(requests)))
+
+
+def _fast_path_requests(session):
+    """Requests the fast path takes (canonical observations) and ones it
+    leaves to the general path (a context, tensors out of order, an unknown
+    field), with answers, wrong answers and policy errors."""
+    from mlbridge._proto import service_pb2 as spb
+
+    def obs(oid, a, order=("a", "b")):
+        req = spb.EvaluateRequest(session=session)
+        req.observation.id = oid
+        for name in order:
+            t = req.observation.tensors.add(name=name, dtype=9 if name == "a" else 1,
+                                            shape=[1 if name == "a" else 2])
+            t.data = np.int64(a).tobytes() if name == "a" else np.array([0.5, a], np.float32).tobytes()
+        return req.SerializeToString()
+
+    ctx = spb.EvaluateRequest(session=session)
+    ctx.context.name = "f"
+    return [obs(0, 1), obs(1, 5), obs(2, 2), obs(3, 3), ctx.SerializeToString(), obs(4, 7),
+            obs(5, 1, order=("b", "a")), obs(6, 4) + b"\x20\x01", obs(7, 6), obs(8, 8)]
+
+
+def test_stream_fast_path_matches_the_general_path(monkeypatch):
+    """EvaluateStream reads a canonical observation in place
+    (GrpcServer._fast_evaluator). Its replies are byte for byte those of the
+    general path (_evaluate_one) for answers, wrong answers and policy
+    errors; what it does not take (a context, another encoding) still goes
+    the general way; kept feature arrays stay right."""
+    kept = []
+
+    def policy(obs):
+        a = int(obs["a"][0])
+        kept.append((obs.id, obs["b"]))
+        if a == 2:
+            raise ValueError("boom")
+        if a == 3:
+            return "not a number"
+        return a * 10 + len(obs.context)
+
+    def run(fast):
+        general_calls = []
+        with GrpcServer(policy) as srv:
+            if not fast:
+                monkeypatch.setattr(srv, "_fast_evaluator", lambda sid, lv: None)
+            one = srv._evaluate_one
+            monkeypatch.setattr(srv, "_evaluate_one", lambda req, ctx: general_calls.append(1) or one(req, ctx))
+            c = client(srv)
+            replies = _stream_replies(srv, _fast_path_requests(c.session))
+            sess = srv.sessions[0]
+            stats = (sess.observations, sess.errors, sess.contexts)
+            c._rpc.close()
+        return replies, len(general_calls), stats
+
+    kept.clear()
+    fast_replies, general, fast_stats = run(True)
+    fast_kept = [(oid, b.tolist()) for oid, b in kept]
+    kept.clear()
+    slow_replies, all_general, slow_stats = run(False)
+    assert fast_replies == slow_replies
+    assert fast_stats == slow_stats
+    assert all_general == 10
+    assert general == 4   # the first request, the context, tensors out of order, an unknown field
+    assert fast_kept == [(oid, b.tolist()) for oid, b in kept]
+    assert [b for _, b in fast_kept[:2]] == [[0.5, 1.0], [0.5, 5.0]]
+
+
+def test_stream_after_close_session_is_refused():
+    """A session closed while its stream is open is over for the fast path
+    too: the next observation gets NOT_FOUND, not an answer."""
+    import grpc
+
+    with GrpcServer(lambda obs: 1) as srv:
+        c = client(srv)
+        reqs = _fast_path_requests(c.session)
+        q: "queue.Queue" = queue.Queue()
+
+        def requests():
+            while (r := q.get()) is not None:
+                yield r
+
+        with grpc.insecure_channel(srv.target) as ch:
+            replies = ch.stream_stream("/mlbridge.v1.ModelService/EvaluateStream")(requests())
+            for r in reqs[:2]:   # the general path, then the fast one
+                q.put(r)
+                next(replies)
+            c.close()
+            q.put(reqs[5])
+            with pytest.raises(grpc.RpcError) as err:
+                next(replies)
+            q.put(None)
+        assert err.value.code() == grpc.StatusCode.NOT_FOUND
+
+
+def test_stream_request_that_is_not_protobuf_is_refused():
+    import grpc
+
+    with GrpcServer(lambda obs: 1) as srv:
+        c = client(srv)
+        with pytest.raises(grpc.RpcError) as err:
+            _stream_replies(srv, [b"\xff\xff\xff"])
+        assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        c._rpc.close()
+
+
 def test_clean_stream_end_then_close_is_clean():
     import grpc
 

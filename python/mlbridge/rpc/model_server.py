@@ -29,7 +29,9 @@ from .common import ClientTLS, RetryPolicy, ServerTLS
 from .._proto import service_pb2 as spb
 from ..core.errors import MLBridgeError, ProtocolError
 from ..formats.base import DEFAULT_MAX_MESSAGE
-from ..formats.protobuf import ProtobufFormat, _spec, _tensor
+from google.protobuf.message import DecodeError
+
+from ..formats.protobuf import ProtobufFormat, _ObservationTemplate, _spec, _tensor, _varint
 from ..core.messages import PROTOCOL_VERSION
 from ..transport.server import Observation, Policy, Session, _describe
 from ..core.spec import TensorSpec, check_unique, required_features_problem
@@ -48,7 +50,8 @@ _CLOSE_GRACE_S = 2.0
 class _Live:
     """Per-session state: the stats object, the policy and its lock."""
 
-    __slots__ = ("session", "policy", "lock", "names", "index", "last", "zeros", "streaming")
+    __slots__ = ("session", "policy", "lock", "names", "index", "last", "zeros", "streaming", "template",
+                 "encode")
 
     def __init__(self, session: Session, policy: Any, lock: Any) -> None:
         self.session = session
@@ -59,6 +62,16 @@ class _Live:
         self.last = time.monotonic()   # time of the last call: unary sessions expire when idle
         self.zeros: Any = None
         self.streaming = False           # a stream owns it: ended by the stream, never expired
+        # The stream's fast path (GrpcServer._fast_evaluator): the observation
+        # read in place from the request's bytes, the answer packed per session.
+        self.template: Optional[_ObservationTemplate] = None
+        feats = session.features
+        if feats and not any(s.type.is_string for s in feats):
+            try:
+                self.template = _ObservationTemplate(feats)
+            except ProtocolError:   # too big to lay out: the general path says so
+                pass
+        self.encode = _FMT.answer_encoder(session.advice)   # framed: the payload is [4:]
 
 
 class _LazyTensors(Mapping):
@@ -181,8 +194,8 @@ class GrpcServer(ServerLifecycle):
             # Replies are serialized by hand (bytes of Message{reply}).
             "Evaluate": grpc.unary_unary_rpc_method_handler(
                 self._evaluate, request_deserializer=spb.EvaluateRequest.FromString),
-            "EvaluateStream": grpc.stream_stream_rpc_method_handler(
-                self._evaluate_stream, request_deserializer=spb.EvaluateRequest.FromString),
+            # Requests stay bytes: the stream's fast path reads them in place.
+            "EvaluateStream": grpc.stream_stream_rpc_method_handler(self._evaluate_stream),
             "CloseSession": grpc.unary_unary_rpc_method_handler(
                 self._close, request_deserializer=spb.CloseSessionRequest.FromString,
                 response_serializer=spb.CloseSessionReply.SerializeToString),
@@ -292,13 +305,25 @@ class GrpcServer(ServerLifecycle):
         # waited at `yield`: the termination callback ends the session then.
         if not context.add_callback(end_if_broken):
             end_if_broken()   # already terminated
+        fast: Optional[Callable[[bytes], Optional[bytes]]] = None
         try:
-            for req in requests:
+            for raw in requests:
+                if fast is not None:
+                    data = fast(raw)
+                    if data is not None:
+                        yield data
+                        continue
+                try:
+                    req = spb.EvaluateRequest.FromString(raw)
+                except DecodeError as exc:
+                    context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"request is not an EvaluateRequest ({exc})")
                 if state["sid"] != req.session:
                     state["sid"] = req.session
                     lv = self._live.get(req.session)
+                    fast = None
                     if lv is not None:
                         lv.streaming = True
+                        fast = self._fast_evaluator(req.session, lv)
                 yield one(req, context)
             # Half-closed by the client (CloseSession follows), or cancelled
             # (the request iterator also just ends then, but the call is over).
@@ -312,6 +337,41 @@ class GrpcServer(ServerLifecycle):
                 grace.start()
         finally:
             end_if_broken()
+
+    def _fast_evaluator(self, sid: int, lv: _Live) -> Optional[Callable[[bytes], Optional[bytes]]]:
+        """For one stream of session ``sid``: ``fast(raw) -> reply bytes`` for a
+        request that is exactly ``session`` then an observation of the
+        session's features in canonical protobuf (what the C++ runner and
+        ModelClient send), read in place (views into ``raw``) instead of a
+        upb message and a decode per tensor; None for anything else (a
+        context, another session, a session closed meanwhile...), which
+        _evaluate_one then handles with its checks and errors."""
+        tpl = lv.template
+        if tpl is None:
+            return None
+        prefix = b"\x08" + _varint(sid)
+        start = len(prefix)
+        read_at = tpl.read_at
+        live, sess, encode, monotonic = self._live, lv.session, lv.encode, time.monotonic
+
+        def fast(raw: bytes) -> Optional[bytes]:
+            if not raw.startswith(prefix) or live.get(sid) is not lv:
+                return None
+            hit = read_at(raw, start, len(raw))
+            if hit is None:
+                return None
+            oid, tensors = hit
+            lv.last = monotonic()
+            try:
+                with lv.lock:
+                    answer = lv.policy(Observation(oid, sess.context, sess, tensors))
+                data = encode(oid, answer)
+            except Exception as exc:
+                sess.errors += 1
+                return _FMT.error_payload(oid, _describe(exc))
+            sess.observations += 1
+            return data[4:]   # the frame's payload: Message{reply}, which parses as EvaluateReply
+        return fast
 
     def _evaluate_one(self, req: Any, context: grpc.ServicerContext) -> bytes:
         lv = self._live.get(req.session)
@@ -463,6 +523,9 @@ def main(argv: Optional[List[str]] = None) -> int:
 
     class Floor(GrpcServer):
         """Benchmark floor: gRPC and protobuf parsing only; zero advice, no policy."""
+
+        def _fast_evaluator(self, sid: int, lv: _Live) -> None:
+            return None   # every request parsed, then answered with zeros
 
         def _evaluate_one(self, req: Any, context: grpc.ServicerContext) -> bytes:
             lv = self._live.get(req.session)
