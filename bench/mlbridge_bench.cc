@@ -14,15 +14,17 @@
 // run: the same bytes exchanged raw over a FIFO pair with numpy, no format.
 // On a 2-core VM a round trip between cores costs far more than within one,
 // so both placements are measured (--pin both). The last line is JSON.
-// Every run also reports the CPU time both processes used per call
-// (getrusage), which is what spinning on the shm channel costs.
+// Every run also reports the CPU time both sides spent per timed call
+// (compiler side + model; start-up and warm-up left out), for mlbridge and
+// the floor: what spinning on the shm channel costs, and where a gap
+// between them lies.
 // --rounds K repeats floor and mlbridge K times, alternating which goes
 // first; the figures are medians over the rounds, the ratios medians of the
 // per-round ratios (a shared VM's speed drifts more than the gap measured).
 #include <fcntl.h>
+#include <time.h>
 #include <sched.h>
 #include <signal.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -77,19 +79,58 @@ std::vector<float> rttInput(const Options& o) {
   return x;
 }
 
-// CPU seconds (user + system) used so far by this process, or by its reaped children.
-double cpuSeconds(int who) {
-  struct rusage ru;
-  getrusage(who, &ru);
-  return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
-}
+// The CPU both sides spend on the timed calls only (start-up, session set-up
+// and warm-up left out): the calling thread's clock, and the peer's main
+// thread from /proc/PID/schedstat (nanoseconds, where getrusage counts ticks).
+class CpuMeter {
+ public:
+  explicit CpuMeter(pid_t peer) {
+    fd_ = open(("/proc/" + std::to_string(peer) + "/schedstat").c_str(), O_RDONLY | O_CLOEXEC);
+  }
+  ~CpuMeter() {
+    if (fd_ >= 0) close(fd_);
+  }
+  CpuMeter(const CpuMeter&) = delete;
+  CpuMeter& operator=(const CpuMeter&) = delete;
+  // Before and after each timed call (outside its timing).
+  void start() {
+    self0_ = selfNs();
+    peer0_ = peerNs();
+  }
+  void stop() {
+    int64_t p = peerNs();
+    selfNs_ += selfNs() - self0_;
+    if (p >= 0 && peer0_ >= 0) peerNs_ += p - peer0_;
+    else peerKnown_ = false;
+    ++calls_;
+  }
+  double selfUsPerCall() const { return calls_ ? selfNs_ / 1e3 / calls_ : 0; }
+  double peerUsPerCall() const { return calls_ && peerKnown_ ? peerNs_ / 1e3 / calls_ : -1; }
 
-// What a run cost in CPU, per call, on each side.
-struct CpuCost {
-  double selfUs = 0, peerUs = 0;
+ private:
+  static int64_t selfNs() {
+    timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+  }
+  int64_t peerNs() const {
+    char buf[96];
+    ssize_t n = fd_ >= 0 ? pread(fd_, buf, sizeof buf - 1, 0) : -1;
+    if (n <= 0) return -1;
+    buf[n] = '\0';
+    return std::strtoll(buf, nullptr, 10);
+  }
+  int fd_ = -1;
+  int64_t self0_ = 0, peer0_ = 0, selfNs_ = 0, peerNs_ = 0;
+  int64_t calls_ = 0;
+  bool peerKnown_ = true;
 };
 
-
+// What a run's timed calls cost in CPU, per call, on each side (peer -1: unknown).
+struct CpuCost {
+  double selfUs = 0, peerUs = 0;
+  static CpuCost of(const CpuMeter& m) { return {m.selfUsPerCall(), m.peerUsPerCall()}; }
+};
 
 pid_t spawn(const std::vector<std::string>& args, int cpu) {
   pid_t pid = fork();
@@ -171,7 +212,7 @@ bool readFull(int fd, void* p, size_t n) {
   return true;
 }
 
-Stats floorRun(const Options& o, int peerCpu) {
+Stats floorRun(const Options& o, int peerCpu, CpuCost* cpu) {
   Channel ch;
   std::vector<std::string> args = {o.python, rawPeerPath(), ch.base, o.mode};
   std::vector<std::vector<double>> perSize;
@@ -184,6 +225,7 @@ Stats floorRun(const Options& o, int peerCpu) {
     args.push_back(std::to_string(o.iterations + 1000));
   }
   pid_t pid = spawn(args, peerCpu);
+  CpuMeter meter(pid);
   int in = open((ch.base + ".in").c_str(), O_RDONLY);
   int out = open((ch.base + ".out").c_str(), O_WRONLY);
   // The same pipe capacity the runner asks for, so the floor is a fair one.
@@ -194,11 +236,15 @@ Stats floorRun(const Options& o, int peerCpu) {
     for (int64_t n : sizes) {
       std::vector<double> calls;
       for (int r = 0; r < o.repeats + 1; ++r) {
+        if (r) meter.start();
         auto t0 = Clock::now();
         float y;
         if (!writeFull(out, x.data(), n * 4) || !readFull(in, &y, 4)) break;
         double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
-        if (r) calls.push_back(us);  // the first is a warm-up
+        if (r) {  // the first is a warm-up
+          meter.stop();
+          calls.push_back(us);
+        }
       }
       perSize.push_back(calls);
     }
@@ -206,13 +252,19 @@ Stats floorRun(const Options& o, int peerCpu) {
     std::vector<int64_t> feats(38, 3);
     std::vector<double> calls;
     for (int i = 0; i < o.iterations + 1000; ++i) {
+      if (i >= 1000) meter.start();
       auto t0 = Clock::now();
       int64_t y;
       if (!writeFull(out, feats.data(), feats.size() * 8) || !readFull(in, &y, 8)) break;
-      if (i >= 1000) calls.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+      double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+      if (i >= 1000) {
+        meter.stop();
+        calls.push_back(us);
+      }
     }
     perSize.push_back(calls);
   }
+  *cpu = CpuCost::of(meter);
   close(out);
   close(in);
   stop(pid);
@@ -255,15 +307,13 @@ Stats remoteRun(const Options& o, int peerCpu, Status* error, CpuCost* cpu) {
     for (const char* a : {"--transport", "shm", "--spin-us"}) args.push_back(a);
     args.push_back(o.peerSpinUs);
   }
-  double peer0 = cpuSeconds(RUSAGE_CHILDREN);
   pid_t pid = spawn(args, peerCpu);
+  CpuMeter meter(pid);
   std::vector<std::vector<double>> perSize;
-  double self0 = 0;
   if (o.mode == "rtt") {
     std::vector<float> x = rttInput(o);
     for (int64_t n : rttSizes()) {
       auto r = connectRunner(o, ch.base, {TensorSpec::create<float>("x", {n})}, {TensorSpec::create<float>("y", {1})});
-      if (self0 == 0) self0 = cpuSeconds(RUSAGE_SELF);  // after the model's start-up
       if (!r.ok()) {
         *error = r.status();
         break;
@@ -273,6 +323,7 @@ Stats remoteRun(const Options& o, int peerCpu, Status* error, CpuCost* cpu) {
       // (zero copy), as the floor writes straight from its own vector.
       std::memcpy((*r)->getTensor<float>(0), x.data(), n * 4);
       for (int rep = 0; rep < o.repeats + 1; ++rep) {
+        if (rep) meter.start();
         auto t0 = Clock::now();
         StatusOr<float> y = (*r)->evaluate<float>();
         double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
@@ -280,7 +331,10 @@ Stats remoteRun(const Options& o, int peerCpu, Status* error, CpuCost* cpu) {
           *error = y.status();
           break;
         }
-        if (rep) calls.push_back(us);
+        if (rep) {
+          meter.stop();
+          calls.push_back(us);
+        }
       }
       perSize.push_back(calls);
       if (!error->ok()) break;
@@ -289,13 +343,13 @@ Stats remoteRun(const Options& o, int peerCpu, Status* error, CpuCost* cpu) {
     std::vector<TensorSpec> feats;
     for (int i = 0; i < 38; ++i) feats.push_back(TensorSpec::create<int64_t>("f" + std::to_string(i), {1}));
     auto r = connectRunner(o, ch.base, feats, {TensorSpec::create<int64_t>("inlining_decision", {1})});
-    self0 = cpuSeconds(RUSAGE_SELF);
     if (!r.ok()) {
       *error = r.status();
     } else {
       std::vector<double> calls;
       calls.reserve(o.iterations);
       for (int i = 0; i < o.iterations + 1000; ++i) {
+        if (i >= 1000) meter.start();
         auto t0 = Clock::now();
         for (int k = 0; k < 38; ++k) *(*r)->getTensor<int64_t>(k) = 3;
         StatusOr<int64_t> y = (*r)->evaluate<int64_t>();
@@ -304,21 +358,16 @@ Stats remoteRun(const Options& o, int peerCpu, Status* error, CpuCost* cpu) {
           *error = y.status();
           break;
         }
-        if (i >= 1000) calls.push_back(us);
+        if (i >= 1000) {
+          meter.stop();
+          calls.push_back(us);
+        }
       }
       perSize.push_back(calls);
     }
   }
-  double self1 = cpuSeconds(RUSAGE_SELF);
+  *cpu = CpuCost::of(meter);
   stop(pid);
-  // The peer's CPU includes its start-up (Python, numpy): a fixed cost
-  // spread over the calls, the same for pipe and shm.
-  size_t total = o.mode == "rtt" ? 0 : 1000;  // latency: the warm-up calls count too
-  for (const auto& g : perSize) total += g.size() + (o.mode == "rtt" ? 1 : 0);
-  if (total) {
-    cpu->selfUs = (self1 - self0) * 1e6 / total;
-    cpu->peerUs = (cpuSeconds(RUSAGE_CHILDREN) - peer0) * 1e6 / total;
-  }
   return summarize(perSize);
 }
 
@@ -397,35 +446,43 @@ int main(int argc, char** argv) {
     // its round, and the medians are reported.
     std::vector<Stats> floors, oursAll;
     std::vector<double> ratiosTotal, ratiosP50;
-    CpuCost cpu;
+    std::vector<CpuCost> cpuOurs, cpuFloor;
     for (int round = 0; round < o.rounds; ++round) {
       Stats f, s;
-      CpuCost c;
-      if (round % 2 == 0) f = floorRun(o, peerCpu);
+      CpuCost c, cf;
+      if (round % 2 == 0) f = floorRun(o, peerCpu, &cf);
       s = remoteRun(o, peerCpu, &error, &c);
       if (!error.ok()) {
         std::fprintf(stderr, "mlbridge-bench: %s\n", error.toString().c_str());
         return 1;
       }
-      if (round % 2 == 1) f = floorRun(o, peerCpu);
+      if (round % 2 == 1) f = floorRun(o, peerCpu, &cf);
       floors.push_back(f);
       oursAll.push_back(s);
       ratiosTotal.push_back(f.totalMs > 0 ? s.totalMs / f.totalMs : 0);
       ratiosP50.push_back(f.p50Us > 0 ? s.p50Us / f.p50Us : 0);
-      cpu.selfUs += c.selfUs / o.rounds;
-      cpu.peerUs += c.peerUs / o.rounds;
+      cpuOurs.push_back(c);
+      cpuFloor.push_back(cf);
     }
     Stats floor = medianOf(floors), ours = medianOf(oursAll);
     double ratioTotal = percentile(ratiosTotal, 0.5);
     double ratioP50 = percentile(ratiosP50, 0.5);
-    std::printf("%-8s %-6s %s/%-9s  total %9.3f ms  p50 %8.2f us  p99 %8.2f us  cpu/call %6.1f + %6.1f us   | floor (raw FIFO + numpy): total %9.3f ms  p50 %8.2f us   | ratio total %.2fx p50 %.2fx\n",
+    auto median = [](const std::vector<CpuCost>& v, double CpuCost::*f) {
+      std::vector<double> x;
+      for (const CpuCost& c : v) x.push_back(c.*f);
+      return percentile(x, 0.5);
+    };
+    CpuCost cpu{median(cpuOurs, &CpuCost::selfUs), median(cpuOurs, &CpuCost::peerUs)};
+    CpuCost cpuF{median(cpuFloor, &CpuCost::selfUs), median(cpuFloor, &CpuCost::peerUs)};
+    std::printf("%-8s %-6s %s/%-9s  total %9.3f ms  p50 %8.2f us  p99 %8.2f us  cpu/call %6.1f + %6.1f us   | floor (raw FIFO + numpy): total %9.3f ms  p50 %8.2f us  cpu/call %6.1f + %6.1f us   | ratio total %.2fx p50 %.2fx\n",
                 o.mode.c_str(), place.c_str(), o.runner.c_str(), o.format.c_str(), ours.totalMs, ours.p50Us, ours.p99Us,
-                cpu.selfUs, cpu.peerUs, floor.totalMs, floor.p50Us, ratioTotal, ratioP50);
+                cpu.selfUs, cpu.peerUs, floor.totalMs, floor.p50Us, cpuF.selfUs, cpuF.peerUs, ratioTotal, ratioP50);
     std::fflush(stdout);
-    char ratios[192];
+    char ratios[320];
     std::snprintf(ratios, sizeof ratios,
-                  ",\"ratio_total\":%.3f,\"ratio_p50\":%.3f,\"cpu_self_us_per_call\":%.2f,\"cpu_peer_us_per_call\":%.2f",
-                  ratioTotal, ratioP50, cpu.selfUs, cpu.peerUs);
+                  ",\"ratio_total\":%.3f,\"ratio_p50\":%.3f,\"cpu_self_us_per_call\":%.2f,\"cpu_peer_us_per_call\":%.2f,"
+                  "\"floor_cpu_self_us_per_call\":%.2f,\"floor_cpu_peer_us_per_call\":%.2f",
+                  ratioTotal, ratioP50, cpu.selfUs, cpu.peerUs, cpuF.selfUs, cpuF.peerUs);
     std::string perRound = o.rounds > 1 ? ",\"rounds\":" + std::to_string(o.rounds) + ",\"ratio_total_per_round\":" +
                                               jsonList(ratiosTotal) + ",\"ratio_p50_per_round\":" + jsonList(ratiosP50)
                                         : "";
