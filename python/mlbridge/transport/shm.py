@@ -81,16 +81,28 @@ def _check_platform() -> None:
         _libc = lib
 
 
-def _futex_wait(addr: int, expected: int, timeout_ms: int) -> bool:
-    """Sleeps while the u32 at ``addr`` equals ``expected``; False on timeout."""
-    ts = _Timespec(timeout_ms // 1000, (timeout_ms % 1000) * 1000000)
-    r = _libc.syscall(_SYS_FUTEX, ctypes.c_void_p(addr), _FUTEX_WAIT, ctypes.c_long(expected),
-                      ctypes.byref(ts), None, 0)
-    return not (r != 0 and ctypes.get_errno() == errno.ETIMEDOUT)
+class _Futex:
+    """One bell's futex calls, their ctypes arguments built once: each call
+    through ctypes costs 1-2 us, a third of it converting the arguments (one
+    message waits once and wakes once). One thread per endpoint waits."""
 
+    __slots__ = ("_addr", "_ts", "_ts_ref")
 
-def _futex_wake(addr: int) -> None:
-    _libc.syscall(_SYS_FUTEX, ctypes.c_void_p(addr), _FUTEX_WAKE, 0x7FFFFFFF, None, None, 0)
+    def __init__(self, addr: int) -> None:
+        self._addr = ctypes.c_void_p(addr)
+        self._ts = _Timespec(0, 0)
+        self._ts_ref = ctypes.byref(self._ts)
+
+    def wait(self, expected: int, timeout_ms: int) -> bool:
+        """Sleeps while the u32 bell equals ``expected``; False on timeout."""
+        ts = self._ts
+        ts.tv_sec, ts.tv_nsec = divmod(timeout_ms, 1000)
+        ts.tv_nsec *= 1000000
+        r = _libc.syscall(_SYS_FUTEX, self._addr, _FUTEX_WAIT, ctypes.c_long(expected), self._ts_ref, None, 0)
+        return not (r != 0 and ctypes.get_errno() == errno.ETIMEDOUT)
+
+    def wake(self) -> None:
+        _libc.syscall(_SYS_FUTEX, self._addr, _FUTEX_WAKE, 0x7FFFFFFF, None, None, 0)
 
 
 # A locked instruction orders our earlier stores before later loads (x86):
@@ -167,6 +179,8 @@ class _End:
             self.my_bell, self.peer_bell, self.my_waiting, self.peer_waiting = (CLIENT_BELL, SERVER_BELL,
                                                                                 CLIENT_WAITING, SERVER_WAITING)
             self.my_cpu, self.peer_cpu = CLIENT_CPU, SERVER_CPU
+        self.my_futex = _Futex(self.addr + self.my_bell * 4)
+        self.peer_futex = _Futex(self.addr + self.peer_bell * 4)
         self.out_ring = self.mv[self.out_off:self.out_off + self.out_cap]
         self.in_ring = self.mv[self.in_off:self.in_off + self.in_cap]
         self.out_tail = w[self.out_tail_w]
@@ -183,14 +197,14 @@ class _End:
         _fence()
         waiting = w[self.peer_waiting]
         if (waiting == _WAIT_SPACE) if freed_space else waiting:
-            _futex_wake(self.addr + self.my_bell * 4)
+            self.my_futex.wake()
 
     def ring(self) -> None:
         """Bump our bell and wake unconditionally (cold paths)."""
         w = self.w
         w[self.my_bell] = (w[self.my_bell] + 1) & _MASK
         _fence()
-        _futex_wake(self.addr + self.my_bell * 4)
+        self.my_futex.wake()
 
     def wait(self, check: Callable[[], Optional[str]], deadline: Deadline,
              watch: Optional[Callable[[], bool]] = None, waiting: int = 1) -> Optional[str]:
@@ -214,7 +228,7 @@ class _End:
                 if clock() >= end:
                     break
         w[self.my_cpu] = cpu & _MASK
-        bell = self.addr + self.peer_bell * 4
+        bell = self.peer_futex
         while True:
             seen = w[self.peer_bell]
             w[self.my_waiting] = waiting
@@ -223,7 +237,7 @@ class _End:
             if e is not None or left == 0:
                 w[self.my_waiting] = 0
                 return e
-            woken = _futex_wait(bell, seen, _SLICE_MS if left < 0 else min(left, _SLICE_MS))
+            woken = bell.wait(seen, _SLICE_MS if left < 0 else min(left, _SLICE_MS))
             w[self.my_waiting] = 0
             if not woken:
                 if self.peer is not _NOBODY and not self.peer.alive():
