@@ -407,3 +407,34 @@ def test_framed_reader_on_mutated_frames(fmt_name, edits, seed, cut):
     rng = np.random.default_rng(seed)
     frame = fmt.observation(int(rng.integers(0, 1000)), feats, [_values(s, rng) for s in feats])
     _check_framed(fmt, feats, _mutate(frame, edits), cut)
+
+
+def test_protobuf_template_is_built_from_the_specs_alone():
+    """The specs come from a peer: a declared shape allocates nothing (a
+    64 MiB feature builds its template in a few kB), one bigger than a
+    message may be gets no template, and a feature set with an empty tensor
+    first is still read in place with its data aligned to the first bytes
+    that are data."""
+    import tracemalloc
+    from mlbridge.formats.protobuf import _ObservationTemplate
+
+    tracemalloc.start()
+    try:
+        tpl = _ObservationTemplate([TensorSpec("x", "float", (1 << 24,))])
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert tpl.size > 1 << 26 and peak < 1 << 20
+    with pytest.raises(ProtocolError, match="message limit"):
+        _ObservationTemplate([TensorSpec("x", "float", (1 << 40,))])
+    with pytest.raises(ProtocolError, match="message limit"):
+        _ObservationTemplate([TensorSpec("x", "float", (1024,))], max_bytes=4095)
+
+    feats = (TensorSpec("e", "float", (0,)), TensorSpec("z", "int8_t", ()), TensorSpec("x", "float", (3,)))
+    fmt = get_format("protobuf")
+    arrays = [np.zeros(0, np.float32), np.array(5, np.int8), np.array([1, 2, 3], np.float32)]
+    payload = fmt.observation_payload(9, feats, arrays)
+    tpl = _ObservationTemplate(feats)
+    oid, got = tpl.read(memoryview(payload))
+    assert oid == 9 and got["x"].tolist() == [1, 2, 3] and int(got["z"]) == 5 and got["e"].shape == (0,)
+    assert tpl.first_data == tpl.layout.offsets[1]

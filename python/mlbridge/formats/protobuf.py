@@ -13,6 +13,7 @@ from .._proto import mlbridge_pb2 as pb
 from ..core.errors import ProtocolError
 from ..core.messages import PROTOCOL_VERSION, Context, End, Header, NamedTensor, Observation, Reply
 from ..core.spec import TensorSpec, check_unique, shape_problem
+from .base import DEFAULT_MAX_MESSAGE
 from .framing import FramedFormat
 from .record import RecordLayout
 
@@ -259,32 +260,41 @@ class _ObservationTemplate:
     #: Up to this many non-data runs are compared slice by slice.
     SLICE_RUNS = 6
 
-    def __init__(self, feats: Sequence[TensorSpec]) -> None:
-        body = bytearray()
+    def __init__(self, feats: Sequence[TensorSpec], max_bytes: int = DEFAULT_MAX_MESSAGE) -> None:
+        # Built from the specs alone (the sizes come from a peer): no tensor
+        # data is allocated, whatever the shapes say.
+        total = sum(s.nbytes for s in feats)
+        if total > max_bytes:
+            raise ProtocolError(f"protobuf: observations of {total} tensor bytes exceed the "
+                                f"{max_bytes}-byte message limit")
+        runs: List[Tuple[int, int, bytes]] = []   # the non-data bytes: (start, end, bytes)
         offsets = []
+        at = 0
         for s in feats:
-            t = pb.Tensor()
-            _fill_tensor(t, s, np.zeros(s.shape, s.np_dtype))
-            raw = t.SerializeToString()
-            head = b"\x12" + _varint(len(raw))
-            offsets.append(len(body) + len(head) + len(raw) - s.nbytes)   # data is the last field
-            body += head + raw
-        check = pb.Observation()
-        for s in feats:
-            _fill_tensor(check.tensors.add(), s, np.zeros(s.shape, s.np_dtype))
-        if check.SerializeToString() != bytes(body):   # pragma: no cover - a serializer we do not know
-            raise ProtocolError("protobuf: no canonical observation layout")
-        self.size = len(body)
-        self.first_data = offsets[0] if offsets else 0
+            t = pb.Tensor(name=s.name, dtype=s.type.proto, shape=s.shape)
+            # data (field 4) is written last, and not at all when empty (proto3)
+            head = t.SerializeToString() + (b"\x22" + _varint(s.nbytes) if s.nbytes else b"")
+            head = b"\x12" + _varint(len(head) + s.nbytes) + head
+            if runs and runs[-1][1] == at:   # after an empty tensor: one run
+                a, _, b = runs.pop()
+                runs.append((a, at + len(head), b + head))
+            else:
+                runs.append((at, at + len(head), head))
+            at += len(head)
+            offsets.append(at)
+            at += s.nbytes
+        if total <= 1 << 16:   # the library's serializer writes the same bytes
+            check = pb.Observation()
+            for s in feats:
+                _fill_tensor(check.tensors.add(), s, np.zeros(s.shape, s.np_dtype))
+            mine = bytearray(at)
+            for a, b, run in runs:
+                mine[a:b] = run
+            if check.SerializeToString() != bytes(mine):   # pragma: no cover - a serializer we do not know
+                raise ProtocolError("protobuf: no canonical observation layout")
+        self.size = at
+        self.first_data = next((o for o, s in zip(offsets, feats) if s.nbytes), 0)   # what to align
         self.layout = RecordLayout(feats, offsets=offsets, itemsize=self.size)
-        # The runs of non-data bytes: (start, end, their bytes).
-        runs, at = [], 0
-        for s, off in zip(feats, offsets):
-            if off > at:
-                runs.append((at, off, bytes(body[at:off])))
-            at = off + s.nbytes
-        if at < self.size:
-            runs.append((at, self.size, bytes(body[at:])))
         self.runs = tuple(runs) if len(runs) <= self.SLICE_RUNS else None
         self.index = np.concatenate([np.arange(a, b) for a, b, _ in runs]) if runs else np.zeros(0, np.intp)
         self.expected = b"".join(r[2] for r in runs)

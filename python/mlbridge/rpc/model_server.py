@@ -23,14 +23,13 @@ from collections.abc import Mapping
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Union
 
 import grpc
+from google.protobuf.message import DecodeError
 
 from . import common as _c
 from .common import ClientTLS, RetryPolicy, ServerTLS
 from .._proto import service_pb2 as spb
 from ..core.errors import MLBridgeError, ProtocolError
 from ..formats.base import DEFAULT_MAX_MESSAGE
-from google.protobuf.message import DecodeError
-
 from ..formats.protobuf import ProtobufFormat, _ObservationTemplate, _spec, _tensor, _varint
 from ..core.messages import PROTOCOL_VERSION
 from ..transport.server import Observation, Policy, Session, _describe
@@ -53,7 +52,7 @@ class _Live:
     __slots__ = ("session", "policy", "lock", "names", "index", "last", "zeros", "streaming", "template",
                  "encode")
 
-    def __init__(self, session: Session, policy: Any, lock: Any) -> None:
+    def __init__(self, session: Session, policy: Any, lock: Any, max_message: int = DEFAULT_MAX_MESSAGE) -> None:
         self.session = session
         self.policy = policy
         self.lock = lock
@@ -68,8 +67,8 @@ class _Live:
         feats = session.features
         if feats and not any(s.type.is_string for s in feats):
             try:
-                self.template = _ObservationTemplate(feats)
-            except ProtocolError:   # too big to lay out: the general path says so
+                self.template = _ObservationTemplate(feats, max_message)
+            except ProtocolError:   # bigger than a message may be: the general path says so
                 pass
         self.encode = _FMT.answer_encoder(session.advice)   # framed: the payload is [4:]
 
@@ -278,7 +277,7 @@ class GrpcServer(ServerLifecycle):
         with self._mutex:
             while sid in self._live:
                 sid = secrets.randbits(63) or 1
-            self._live[sid] = _Live(sess, policy, lock)
+            self._live[sid] = _Live(sess, policy, lock, self.max_message)
         return spb.OpenSessionReply(session=sid, version=PROTOCOL_VERSION)
 
     def _evaluate(self, req: Any, context: grpc.ServicerContext) -> bytes:
