@@ -516,3 +516,29 @@ def test_client_checks_its_own_features(serve):
             c.evaluate({"x": 1, "y": 2})
         assert c.evaluate({"x": 2}).tolist() == [2]   # still usable
     st.join()
+
+
+def test_channel_close_survives_an_exception_while_closing(tmp_path, monkeypatch):
+    """A signal handler that raises (SIGTERM -> SystemExit, as bench_model's)
+    right after a descriptor is closed must not make the channel's close()
+    close that number again: EBADF then (a model exiting 1 instead of 0), or
+    worse, another file's descriptor."""
+    from mlbridge.transport import channel as channel_module
+
+    ch = ServerChannel(str(tmp_path / "c"))
+    fd = ch._blocking_fd()
+    assert fd >= 0
+    real_close = os.close
+    closed = []
+
+    def close_then_signal(n):
+        real_close(n)
+        closed.append(n)
+        if len(closed) == 1:
+            raise SystemExit(0)
+
+    monkeypatch.setattr(channel_module.os, "close", close_then_signal)
+    with pytest.raises(SystemExit):
+        ch._close_blocking()
+    ch.close()
+    assert closed.count(fd) == 1

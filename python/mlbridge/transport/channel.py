@@ -382,11 +382,11 @@ def _close_fds(obj: Any, *attrs: str) -> None:
     for attr in attrs:
         fd = getattr(obj, attr)
         if fd >= 0:
+            setattr(obj, attr, -1)   # first: an exception while closing must not leave it to close twice
             try:
                 os.close(fd)
             except OSError:
                 pass
-            setattr(obj, attr, -1)
 
 
 class ServerChannel:
@@ -563,9 +563,13 @@ class ServerChannel:
         return self._blk_fd
 
     def _close_blocking(self) -> None:
-        if self._blk_fd >= 0:
-            os.close(self._blk_fd)
+        # Forget the descriptor before closing it: a signal handler that raises
+        # (SIGTERM -> SystemExit) between the two must not make a later close()
+        # close the number again, by then perhaps another file's.
+        fd = self._blk_fd
         self._blk_fd = self._blk_for = -1
+        if fd >= 0:
+            os.close(fd)
 
     def _kick(self, deadline: Deadline) -> None:
         """Watchdog side: wake a read that is still waiting on ``deadline``."""

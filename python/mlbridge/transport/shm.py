@@ -133,9 +133,9 @@ class _PeerWatch:
         return self._poll is not None and not self._poll.poll(0)
 
     def close(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+        fd, self._fd = self._fd, -1   # forgotten first: see ServerChannel._close_blocking
+        if fd >= 0:
+            os.close(fd)
         self._poll = None
 
 
@@ -320,9 +320,9 @@ class _End:
             except BufferError:   # a view still exported: the mapping dies with it
                 pass
             self.mm = None
-        if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
+        fd, self.fd = self.fd, -1   # forgotten first: see ServerChannel._close_blocking
+        if fd >= 0:
+            os.close(fd)
 
 
 def _memory_folder() -> Optional[str]:
