@@ -62,32 +62,12 @@ class FramedFormat(WireFormat):
     def error(self, id: int, message: str) -> bytes:
         return self.frame(self.error_payload(id, message))
 
-    def observation_reader(self, features: Sequence[TensorSpec]) -> Optional[Callable[[Any], Any]]:
+    def observation_reader(self, features: Sequence[TensorSpec],
+                           max_bytes: int = DEFAULT_MAX_MESSAGE) -> Optional["ObservationReader"]:
         """The per-session fast path for observations, built once from the
-        header's features: ``read(payload) -> (id, tensors)`` for an
-        observation whose tensors are exactly those features (names, types,
-        shapes, in order, values in range), else None, and the payload then
-        takes :meth:`decode_payload` with its checks and errors. None when
-        the format has no fast path for these features."""
+        header's features (see ObservationReader). None when the format has
+        no fast path for these features."""
         return None
-
-    def observation_reader_at(self, features: Sequence[TensorSpec]) -> Optional[Callable[[Any, int, int], Any]]:
-        """The same reader for the hot loop: ``read(data, start, end)`` takes
-        the payload ``data[start:end]`` where it lies. Its tensors may be
-        views into ``data`` (a buffer export: the channel's InputBuffer then
-        leaves those bytes alone). By default, observation_reader on a
-        memoryview of the payload, released after (so it copies what it keeps)."""
-        read = self.observation_reader(features)
-        if read is None:
-            return None
-
-        def read_at(data: Any, start: int, end: int) -> Any:
-            payload = memoryview(data)[start:end]
-            try:
-                return read(payload)
-            finally:
-                payload.release()
-        return read_at
 
     def model_decoder(self, max_message: int = DEFAULT_MAX_MESSAGE) -> Decoder:
         return FramedModelDecoder(max_message)
@@ -118,6 +98,39 @@ class FramedFormat(WireFormat):
         """One payload -> Header, Context, Observation (tensors as a list of
         (name, array)), Reply or End. Raises ProtocolError."""
         raise NotImplementedError
+
+
+class ObservationReader:
+    """One session's fast path for the observations of a framed format:
+    ``read(payload) -> (id, tensors)`` for an observation whose tensors are
+    exactly the header's features (names, types, shapes, in order, values in
+    range), else None, and the payload then takes
+    :meth:`FramedFormat.decode_payload` with its checks and errors. Calling
+    the reader is ``read``."""
+
+    def read(self, payload: Any) -> Optional[Tuple[int, Any]]:
+        raise NotImplementedError
+
+    def __call__(self, payload: Any) -> Optional[Tuple[int, Any]]:
+        return self.read(payload)
+
+    def read_at(self, data: Any, start: int, end: int) -> Optional[Tuple[int, Any]]:
+        """The same for the payload ``data[start:end]`` where it lies (the hot
+        loop's). Its tensors may be views into ``data`` (a buffer export: the
+        channel's InputBuffer then leaves those bytes alone). By default
+        ``read`` on a memoryview released after, so what it keeps is a copy."""
+        payload = memoryview(data)[start:end]
+        try:
+            return self.read(payload)
+        finally:
+            payload.release()
+
+    def home(self, next_id: int) -> Optional[Tuple[int, float]]:
+        """For a reader whose tensors view the buffer: the bytes from the
+        payload's start to observation ``next_id``'s first tensor data, and
+        the last id with the same count (Decoder.aligned_home). None: nothing
+        to align."""
+        return None
 
 
 def parse_preamble(pre: bytes) -> Tuple[FramedFormat, int]:
@@ -190,9 +203,7 @@ class FramedModelDecoder(_FrameReader):
         self.format: Optional[FramedFormat] = None
         self.header: Optional[Header] = None
         self.need = PREAMBLE_SIZE
-        self._read_observation: Optional[Callable[[Any], Any]] = None
-        self._read_observation_at: Optional[Callable[[Any, int, int], Any]] = None
-        self._home: Optional[Callable[[int], Tuple[int, float]]] = None
+        self._reader: Optional[ObservationReader] = None
 
     def decode(self, data: Any, pos: int, end: int) -> Optional[Tuple[Any, int]]:
         if self.format is None:
@@ -207,9 +218,9 @@ class FramedModelDecoder(_FrameReader):
             return got
         payload, nxt = got
         try:
-            read = self._read_observation
-            if read is not None:
-                hit = read(payload)
+            reader = self._reader
+            if reader is not None:
+                hit = reader.read(payload)
                 if hit is not None:   # checked against the header already
                     return Observation(hit[0], hit[1]), nxt
             msg = self.format.decode_payload(payload)
@@ -229,32 +240,29 @@ class FramedModelDecoder(_FrameReader):
                 raise ProtocolError(f"unsupported protocol version {msg.version} in the header "
                                     f"(this side speaks version {PROTOCOL_VERSION})")
             self.header = msg
-            self._read_observation = self.format.observation_reader(msg.features)
-            self._read_observation_at = self.format.observation_reader_at(msg.features)
-            # A zero-copy reader bound to an object that knows its layout says
-            # where an observation's first tensor begins (protobuf's template).
-            self._home = getattr(getattr(self._read_observation_at, "__self__", None), "home", None)
+            self._reader = self.format.observation_reader(msg.features, self.max_message)
         elif isinstance(msg, Reply):
             raise ProtocolError(f"{self.format.name}: a reply came from the compiler side")
         return msg, nxt
 
     def aligned_home(self, next_id: int) -> Tuple[int, float]:
-        if self._home is None:
+        got = self._reader.home(next_id) if self._reader is not None else None
+        if got is None:
             return 0, float("inf")
-        prefix, id_top = self._home(next_id)
+        prefix, id_top = got
         return -(4 + prefix) & 63, id_top   # after the frame's 4-byte length
 
     def observation_reader(self) -> Optional[Callable[[Any, int, int], Optional[Tuple[int, Any, int]]]]:
         """Like BitstreamModelDecoder.observation_reader, for the hot loop: once
         the header is read, ``read(data, pos, end)`` gives ``(id, tensors,
         next_pos)`` for a complete observation frame that the format's
-        per-session reader takes (FramedFormat.observation_reader_at), and None for
+        per-session reader takes (ObservationReader.read_at), and None for
         anything else, which decode() then decides. After None, ``need`` is the
         bytes from ``pos`` a frame still arriving needs (0 if there is a whole
         frame). None when the format has no per-session reader."""
-        read_obs = self._read_observation_at
-        if read_obs is None:
+        if self._reader is None:
             return None
+        read_obs = self._reader.read_at
         limit = self.max_message
         from_bytes = int.from_bytes
 

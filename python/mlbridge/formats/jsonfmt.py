@@ -17,7 +17,8 @@ from ..core import dtypes as _dt
 from ..core.errors import BAD_JSON, ProtocolError
 from ..core.messages import Context, End, Header, Observation, Reply, NamedTensor, PROTOCOL_VERSION
 from ..core.spec import TensorSpec, json_string, shape_problem, specs_from_json, specs_to_json
-from .framing import FramedFormat
+from .base import DEFAULT_MAX_MESSAGE
+from .framing import FramedFormat, ObservationReader
 from .record import RecordLayout
 
 try:  # orjson is much faster; it is optional at run time.
@@ -434,12 +435,13 @@ class JsonFormat(FramedFormat):
         return encode
 
     # -- reading -------------------------------------------------------------
-    def observation_reader(self, features: Sequence[TensorSpec]) -> Optional[Callable[[Any], Any]]:
+    def observation_reader(self, features: Sequence[TensorSpec],
+                           max_bytes: int = DEFAULT_MAX_MESSAGE) -> Optional[ObservationReader]:
         feats = tuple(features)
         if not feats or any(s.type.kind not in "iuf" for s in feats):
             return None   # bool, string: the general path
         try:
-            return _ObservationPlan(feats).read
+            return _ObservationPlan(feats)
         except ProtocolError:   # tensors too big to lay out: the general path says so
             return None
 
@@ -522,7 +524,7 @@ class _ElementGroup:
             return None
 
 
-class _ObservationPlan:
+class _ObservationPlan(ObservationReader):
     """One session's observations read in a few steps, for numeric features:
     the tensors' names, types and shapes compared with the header's as one
     list, the values of each element type gathered into one list, checked and

@@ -14,7 +14,7 @@ from ..core.errors import ProtocolError
 from ..core.messages import PROTOCOL_VERSION, Context, End, Header, NamedTensor, Observation, Reply
 from ..core.spec import TensorSpec, check_unique, shape_problem
 from .base import DEFAULT_MAX_MESSAGE
-from .framing import FramedFormat
+from .framing import FramedFormat, ObservationReader
 from .record import RecordLayout
 
 __all__ = ["ProtobufFormat", "pb"]
@@ -166,18 +166,15 @@ class ProtobufFormat(FramedFormat):
             return len(msg).to_bytes(4, "little") + msg
         return encode
 
-    def observation_reader(self, features: Sequence[TensorSpec]) -> Optional[Callable[[Any], Any]]:
+    def observation_reader(self, features: Sequence[TensorSpec],
+                           max_bytes: int = DEFAULT_MAX_MESSAGE) -> Optional[ObservationReader]:
         feats = tuple(features)
         if not feats or any(s.type.is_string for s in feats):
             return None
         try:
-            return _ObservationTemplate(feats).read
-        except ProtocolError:   # tensors too big to lay out: the general path says so
+            return _ObservationTemplate(feats, max_bytes)
+        except ProtocolError:   # bigger than a message may be, or not laid out: the general path says so
             return None
-
-    def observation_reader_at(self, features: Sequence[TensorSpec]) -> Optional[Callable[[Any, int, int], Any]]:
-        read = self.observation_reader(features)
-        return None if read is None else read.__self__.read_at   # zero copy: views into the channel's buffer
 
     def decode_payload(self, payload: Any) -> Any:
         try:
@@ -239,7 +236,7 @@ def _read_varint(data: Any, i: int, end: int) -> Tuple[int, int]:
 _OBS_TAG = 0x1A   # Message.observation (field 3), length-delimited
 
 
-class _ObservationTemplate:
+class _ObservationTemplate(ObservationReader):
     """An observation of one session's features as canonical protobuf bytes.
 
     The library's serializer (and the C++ side's) writes an observation of

@@ -30,7 +30,7 @@ from .common import ClientTLS, RetryPolicy, ServerTLS
 from .._proto import service_pb2 as spb
 from ..core.errors import MLBridgeError, ProtocolError
 from ..formats.base import DEFAULT_MAX_MESSAGE
-from ..formats.protobuf import ProtobufFormat, _ObservationTemplate, _spec, _tensor, _varint
+from ..formats.protobuf import ProtobufFormat, _spec, _tensor, _varint
 from ..core.messages import PROTOCOL_VERSION
 from ..transport.server import Observation, Policy, Session, _describe
 from ..core.spec import TensorSpec, check_unique, required_features_problem
@@ -49,7 +49,7 @@ _CLOSE_GRACE_S = 2.0
 class _Live:
     """Per-session state: the stats object, the policy and its lock."""
 
-    __slots__ = ("session", "policy", "lock", "names", "index", "last", "zeros", "streaming", "template",
+    __slots__ = ("session", "policy", "lock", "names", "index", "last", "zeros", "streaming", "reader",
                  "encode")
 
     def __init__(self, session: Session, policy: Any, lock: Any, max_message: int = DEFAULT_MAX_MESSAGE) -> None:
@@ -63,13 +63,7 @@ class _Live:
         self.streaming = False           # a stream owns it: ended by the stream, never expired
         # The stream's fast path (GrpcServer._fast_evaluator): the observation
         # read in place from the request's bytes, the answer packed per session.
-        self.template: Optional[_ObservationTemplate] = None
-        feats = session.features
-        if feats and not any(s.type.is_string for s in feats):
-            try:
-                self.template = _ObservationTemplate(feats, max_message)
-            except ProtocolError:   # bigger than a message may be: the general path says so
-                pass
+        self.reader = _FMT.observation_reader(session.features, max_message)
         self.encode = _FMT.answer_encoder(session.advice)   # framed: the payload is [4:]
 
 
@@ -345,12 +339,11 @@ class GrpcServer(ServerLifecycle):
         upb message and a decode per tensor; None for anything else (a
         context, another session, a session closed meanwhile...), which
         _evaluate_one then handles with its checks and errors."""
-        tpl = lv.template
-        if tpl is None:
+        if lv.reader is None:
             return None
         prefix = b"\x08" + _varint(sid)
         start = len(prefix)
-        read_at = tpl.read_at
+        read_at = lv.reader.read_at
         live, sess, encode, monotonic = self._live, lv.session, lv.encode, time.monotonic
 
         def fast(raw: bytes) -> Optional[bytes]:
