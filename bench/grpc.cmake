@@ -8,16 +8,17 @@ add_executable(mlbridge-bench-grpc ${PROJECT_SOURCE_DIR}/bench/grpc_bench.cc
 target_compile_options(mlbridge-bench-grpc PRIVATE ${MLBRIDGE_WARNINGS})
 target_compile_definitions(mlbridge-bench-grpc PRIVATE MLBRIDGE_GRPC_BENCH_MAIN=1
   MLBRIDGE_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
-# The C++ floor server (grpc_floor_server.cc) uses the generated service and grpc++ directly.
+# The C++ floor server (grpc_floor_server.cc) uses the generated service, grpc++ and the
+# library's own spec reading (src/grpc/common.h) directly.
 target_link_libraries(mlbridge-bench-grpc PRIVATE mlbridge::grpc ${_mlb_grpc_libs} protobuf::libprotobuf)
-target_include_directories(mlbridge-bench-grpc PRIVATE ${PROJECT_SOURCE_DIR}/tools ${_mlb_gen_dir})
+target_include_directories(mlbridge-bench-grpc PRIVATE ${PROJECT_SOURCE_DIR}/tools ${PROJECT_SOURCE_DIR}/src ${_mlb_gen_dir})
 install(TARGETS mlbridge-bench-grpc RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 if(TARGET mlbridge-bench)
   target_sources(mlbridge-bench PRIVATE ${PROJECT_SOURCE_DIR}/bench/grpc_bench.cc
     ${PROJECT_SOURCE_DIR}/bench/grpc_floor_server.cc)
   target_compile_definitions(mlbridge-bench PRIVATE MLBRIDGE_BENCH_WITH_GRPC=1)
   target_link_libraries(mlbridge-bench PRIVATE mlbridge::grpc ${_mlb_grpc_libs} protobuf::libprotobuf)
-  target_include_directories(mlbridge-bench PRIVATE ${PROJECT_SOURCE_DIR}/tools ${_mlb_gen_dir})
+  target_include_directories(mlbridge-bench PRIVATE ${PROJECT_SOURCE_DIR}/tools ${PROJECT_SOURCE_DIR}/src ${_mlb_gen_dir})
 endif()
 
 # The gRPC runner runs (small), and its C++ floor server (gRPC alone) starts,

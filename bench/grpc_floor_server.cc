@@ -14,21 +14,17 @@
 #include <mutex>
 #include <string>
 
+#include "grpc/common.h"
 #include "mlbridge/v1/service.grpc.pb.h"
 
 namespace {
 
 namespace v1 = mlbridge::v1;
+using mlbridge::StatusOr;
+using mlbridge::TensorSpec;
+namespace grpcimpl = mlbridge::grpcimpl;
 
-size_t elementSize(v1::DType t) {
-  switch (t) {
-    case v1::FLOAT64: case v1::INT64: case v1::UINT64: return 8;
-    case v1::INT16: case v1::UINT16: return 2;
-    case v1::INT8: case v1::UINT8: case v1::BOOL: return 1;
-    case v1::STRING: return 0;  // no advice the benchmark asks for
-    default: return 4;
-  }
-}
+constexpr size_t kMaxMessage = size_t{256} << 20;  // the Python servers' default limit
 
 class FloorService final : public v1::ModelService::Service {
  public:
@@ -36,17 +32,16 @@ class FloorService final : public v1::ModelService::Service {
                            v1::OpenSessionReply* reply) override {
     v1::Reply zeros;
     for (const v1::TensorSpec& s : req->header().advice()) {
+      // The library's own reading of a spec (dtype known, shape valid and
+      // within size_t): a zero reply of its byte size.
+      StatusOr<TensorSpec> spec = grpcimpl::specFromProto(s, "advice");
+      if (!spec.ok()) return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, spec.status().toString());
+      if (spec->byteSize() > kMaxMessage) return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "advice too large");
       v1::Tensor* t = zeros.add_tensors();
       t->set_name(s.name());
       t->set_dtype(s.dtype());
-      uint64_t n = 1;
-      for (int64_t d : s.shape()) {
-        t->add_shape(d);
-        if (d < 0 || d > (int64_t{1} << 24)) return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "advice shape");
-        n *= static_cast<uint64_t>(d);
-        if (n > (uint64_t{1} << 24)) return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "advice too large");
-      }
-      t->set_data(std::string(n * elementSize(s.dtype()), '\0'));
+      *t->mutable_shape() = s.shape();
+      t->set_data(std::string(spec->byteSize(), '\0'));
     }
     std::lock_guard<std::mutex> lock(mu_);
     uint64_t id = ++next_;
@@ -60,6 +55,7 @@ class FloorService final : public v1::ModelService::Service {
                               grpc::ServerReaderWriter<v1::EvaluateReply, v1::EvaluateRequest>* stream) override {
     v1::EvaluateRequest req;
     v1::EvaluateReply answer, empty;
+    empty.mutable_reply()->set_id(-1);  // the answer to a request without an observation
     uint64_t session = 0;
     while (stream->Read(&req)) {
       if (req.session() != session) {
@@ -69,7 +65,6 @@ class FloorService final : public v1::ModelService::Service {
         *answer.mutable_reply() = it->second;
         session = req.session();
       }
-      empty.mutable_reply()->set_id(-1);
       v1::EvaluateReply& out = req.has_observation() ? answer : empty;
       if (req.has_observation()) answer.mutable_reply()->set_id(req.observation().id());
       if (!stream->Write(out)) break;
@@ -97,7 +92,7 @@ int mlbridgeGrpcFloorServer() {
   int port = 0;
   grpc::ServerBuilder builder;
   builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-  builder.SetMaxReceiveMessageSize(256 << 20);  // the Python servers' default limit
+  builder.SetMaxReceiveMessageSize(static_cast<int>(kMaxMessage));
   builder.RegisterService(&service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server || port <= 0) {
