@@ -50,22 +50,48 @@ inline Stats summarize(const std::vector<std::vector<double>>& groups) {
   return s;
 }
 
-// Rounds of the same measurement (--rounds): each field's median over them.
+// The median of one field over rounds of the same measurement (--rounds).
+template <class T>
+double medianField(const std::vector<T>& rounds, double T::*field) {
+  std::vector<double> v;
+  for (const T& r : rounds) v.push_back(r.*field);
+  return percentile(v, 0.5);
+}
+
+// Each field's median over the rounds; the calls of all of them.
 inline Stats medianOf(const std::vector<Stats>& rounds) {
   Stats m;
-  auto field = [&](double Stats::*f) {
-    std::vector<double> v;
-    for (const Stats& r : rounds) v.push_back(r.*f);
-    return percentile(v, 0.5);
-  };
-  m.totalMs = field(&Stats::totalMs);
-  m.p50Us = field(&Stats::p50Us);
-  m.p99Us = field(&Stats::p99Us);
-  m.meanUs = field(&Stats::meanUs);
-  m.decisionsPerSec = field(&Stats::decisionsPerSec);
+  m.totalMs = medianField(rounds, &Stats::totalMs);
+  m.p50Us = medianField(rounds, &Stats::p50Us);
+  m.p99Us = medianField(rounds, &Stats::p99Us);
+  m.meanUs = medianField(rounds, &Stats::meanUs);
+  m.decisionsPerSec = medianField(rounds, &Stats::decisionsPerSec);
   for (const Stats& r : rounds) m.calls += r.calls;
   return m;
 }
+
+// --rounds: runs measurements 0..n-1 once per round, starting each round
+// one further along (round r: r % n first), so that a machine that speeds up
+// or slows down during the benchmark weighs on all of them alike.
+// run(round, k) returns false to stop; so does runRounds.
+template <class Run>
+bool runRounds(int rounds, size_t n, Run run) {
+  for (int r = 0; r < rounds; ++r)
+    for (size_t i = 0; i < n; ++i)
+      if (!run(r, (i + static_cast<size_t>(r)) % n)) return false;
+  return true;
+}
+
+// Round by round, ours / floor for the total and for p50 (0 when the floor is 0).
+struct RoundRatios {
+  std::vector<double> total, p50;
+  RoundRatios(const std::vector<Stats>& floor, const std::vector<Stats>& ours) {
+    for (size_t r = 0; r < floor.size() && r < ours.size(); ++r) {
+      total.push_back(floor[r].totalMs > 0 ? ours[r].totalMs / floor[r].totalMs : 0);
+      p50.push_back(floor[r].p50Us > 0 ? ours[r].p50Us / floor[r].p50Us : 0);
+    }
+  }
+};
 
 // "[1.031,0.987]": per-round figures for the JSON line.
 inline std::string jsonList(const std::vector<double>& v) {

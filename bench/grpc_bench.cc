@@ -248,26 +248,22 @@ int mlbridgeBenchGrpc(int argc, char** argv) {
     pinTo(selfCpu);
     Status error;
     // Each round runs the grpcio floor, the model and (rtt, latency) gRPC
-    // alone, starting with a different one, so a drifting machine weighs on
-    // all three; ratios are taken within a round, and medians reported.
+    // alone, starting with a different one (runRounds); ratios are taken
+    // within a round, and medians reported.
     std::vector<std::string> kinds = {"raw", model};
     if (o.mode != "throughput") kinds.push_back(kCxxFloor);
-    std::vector<std::vector<Stats>> got(kinds.size());
-    std::vector<double> ratiosTotal, ratiosP50;
-    for (int round = 0; round < o.rounds && error.ok(); ++round) {
-      std::vector<Stats> one(kinds.size());
-      for (size_t k = 0; k < kinds.size() && error.ok(); ++k) {
-        size_t which = (k + static_cast<size_t>(round)) % kinds.size();
-        one[which] = run(o, kinds[which], peerCpu, &error);
-      }
-      for (size_t k = 0; k < kinds.size(); ++k) got[k].push_back(one[k]);
-      ratiosTotal.push_back(one[0].totalMs > 0 ? one[1].totalMs / one[0].totalMs : 0);
-      ratiosP50.push_back(one[0].p50Us > 0 ? one[1].p50Us / one[0].p50Us : 0);
-    }
+    std::vector<std::vector<Stats>> got(kinds.size(), std::vector<Stats>(o.rounds));
+    runRounds(o.rounds, kinds.size(), [&](int r, size_t k) {
+      got[k][r] = run(o, kinds[k], peerCpu, &error);
+      return error.ok();
+    });
     if (!error.ok()) {
       std::fprintf(stderr, "mlbridge-bench: %s\n", error.toString().c_str());
       return 1;
     }
+    RoundRatios roundRatios(got[0], got[1]);
+    const std::vector<double>& ratiosTotal = roundRatios.total;
+    const std::vector<double>& ratiosP50 = roundRatios.p50;
     Stats floor = medianOf(got[0]), ours = medianOf(got[1]);
     bool withCxx = kinds.size() > 2;
     Stats cxx = withCxx ? medianOf(got[2]) : Stats();

@@ -441,39 +441,27 @@ int main(int argc, char** argv) {
     int peerCpu = place == "cross" ? 1 : place == "same" ? 0 : -1;
     pinTo(selfCpu);
     Status error;
-    // Rounds alternate which side runs first, so a machine that slows down
-    // or speeds up during the run weighs on both; each ratio is taken within
-    // its round, and the medians are reported.
-    std::vector<Stats> floors, oursAll;
-    std::vector<double> ratiosTotal, ratiosP50;
-    std::vector<CpuCost> cpuOurs, cpuFloor;
-    for (int round = 0; round < o.rounds; ++round) {
-      Stats f, s;
-      CpuCost c, cf;
-      if (round % 2 == 0) f = floorRun(o, peerCpu, &cf);
-      s = remoteRun(o, peerCpu, &error, &c);
-      if (!error.ok()) {
-        std::fprintf(stderr, "mlbridge-bench: %s\n", error.toString().c_str());
-        return 1;
-      }
-      if (round % 2 == 1) f = floorRun(o, peerCpu, &cf);
-      floors.push_back(f);
-      oursAll.push_back(s);
-      ratiosTotal.push_back(f.totalMs > 0 ? s.totalMs / f.totalMs : 0);
-      ratiosP50.push_back(f.p50Us > 0 ? s.p50Us / f.p50Us : 0);
-      cpuOurs.push_back(c);
-      cpuFloor.push_back(cf);
+    // Rounds alternate which side runs first (runRounds); each ratio is
+    // taken within its round, and the medians are reported.
+    std::vector<Stats> floors(o.rounds), oursAll(o.rounds);
+    std::vector<CpuCost> cpuFloor(o.rounds), cpuOurs(o.rounds);
+    runRounds(o.rounds, 2, [&](int r, size_t k) {
+      if (k == 0) floors[r] = floorRun(o, peerCpu, &cpuFloor[r]);
+      else oursAll[r] = remoteRun(o, peerCpu, &error, &cpuOurs[r]);
+      return error.ok();
+    });
+    if (!error.ok()) {
+      std::fprintf(stderr, "mlbridge-bench: %s\n", error.toString().c_str());
+      return 1;
     }
+    RoundRatios roundRatios(floors, oursAll);
+    const std::vector<double>& ratiosTotal = roundRatios.total;
+    const std::vector<double>& ratiosP50 = roundRatios.p50;
     Stats floor = medianOf(floors), ours = medianOf(oursAll);
     double ratioTotal = percentile(ratiosTotal, 0.5);
     double ratioP50 = percentile(ratiosP50, 0.5);
-    auto median = [](const std::vector<CpuCost>& v, double CpuCost::*f) {
-      std::vector<double> x;
-      for (const CpuCost& c : v) x.push_back(c.*f);
-      return percentile(x, 0.5);
-    };
-    CpuCost cpu{median(cpuOurs, &CpuCost::selfUs), median(cpuOurs, &CpuCost::peerUs)};
-    CpuCost cpuF{median(cpuFloor, &CpuCost::selfUs), median(cpuFloor, &CpuCost::peerUs)};
+    CpuCost cpu{medianField(cpuOurs, &CpuCost::selfUs), medianField(cpuOurs, &CpuCost::peerUs)};
+    CpuCost cpuF{medianField(cpuFloor, &CpuCost::selfUs), medianField(cpuFloor, &CpuCost::peerUs)};
     std::printf("%-8s %-6s %s/%-9s  total %9.3f ms  p50 %8.2f us  p99 %8.2f us  cpu/call %6.1f + %6.1f us   | floor (raw FIFO + numpy): total %9.3f ms  p50 %8.2f us  cpu/call %6.1f + %6.1f us   | ratio total %.2fx p50 %.2fx\n",
                 o.mode.c_str(), place.c_str(), o.runner.c_str(), o.format.c_str(), ours.totalMs, ours.p50Us, ours.p99Us,
                 cpu.selfUs, cpu.peerUs, floor.totalMs, floor.p50Us, cpuF.selfUs, cpuF.peerUs, ratioTotal, ratioP50);
