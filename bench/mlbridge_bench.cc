@@ -92,17 +92,24 @@ class CpuMeter {
   }
   CpuMeter(const CpuMeter&) = delete;
   CpuMeter& operator=(const CpuMeter&) = delete;
-  // Before and after each timed call (outside its timing).
-  void start() {
-    self0_ = selfNs();
-    peer0_ = peerNs();
-  }
-  void stop() {
-    int64_t p = peerNs();
-    selfNs_ += selfNs() - self0_;
-    if (p >= 0 && peer0_ >= 0) peerNs_ += p - peer0_;
-    else peerKnown_ = false;
-    ++calls_;
+  // Times call(), which returns false when it failed. A counted call (not
+  // a warm-up) that succeeded adds its time (us) to `calls` and its CPU,
+  // read before and after, outside the timing, to the meter's.
+  template <class Call>
+  bool time(bool counted, std::vector<double>& calls, Call&& call) {
+    int64_t self0 = counted ? selfNs() : 0, peer0 = counted ? peerNs() : 0;
+    auto t0 = Clock::now();
+    bool ok = call();
+    double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+    if (ok && counted) {
+      int64_t p = peerNs();
+      selfNs_ += selfNs() - self0;
+      if (p >= 0 && peer0 >= 0) peerNs_ += p - peer0;
+      else peerKnown_ = false;
+      ++calls_;
+      calls.push_back(us);
+    }
+    return ok;
   }
   double selfUsPerCall() const { return calls_ ? selfNs_ / 1e3 / calls_ : 0; }
   double peerUsPerCall() const { return calls_ && peerKnown_ ? peerNs_ / 1e3 / calls_ : -1; }
@@ -121,7 +128,7 @@ class CpuMeter {
     return std::strtoll(buf, nullptr, 10);
   }
   int fd_ = -1;
-  int64_t self0_ = 0, peer0_ = 0, selfNs_ = 0, peerNs_ = 0;
+  int64_t selfNs_ = 0, peerNs_ = 0;
   int64_t calls_ = 0;
   bool peerKnown_ = true;
 };
@@ -235,33 +242,20 @@ Stats floorRun(const Options& o, int peerCpu, CpuCost* cpu) {
     std::vector<float> x = rttInput(o);
     for (int64_t n : sizes) {
       std::vector<double> calls;
-      for (int r = 0; r < o.repeats + 1; ++r) {
-        if (r) meter.start();
-        auto t0 = Clock::now();
-        float y;
-        if (!writeFull(out, x.data(), n * 4) || !readFull(in, &y, 4)) break;
-        double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
-        if (r) {  // the first is a warm-up
-          meter.stop();
-          calls.push_back(us);
-        }
-      }
+      float y;
+      for (int r = 0; r < o.repeats + 1; ++r)  // the first is a warm-up
+        if (!meter.time(r > 0, calls, [&] { return writeFull(out, x.data(), n * 4) && readFull(in, &y, 4); })) break;
       perSize.push_back(calls);
     }
   } else {
     std::vector<int64_t> feats(38, 3);
     std::vector<double> calls;
-    for (int i = 0; i < o.iterations + 1000; ++i) {
-      if (i >= 1000) meter.start();
-      auto t0 = Clock::now();
-      int64_t y;
-      if (!writeFull(out, feats.data(), feats.size() * 8) || !readFull(in, &y, 8)) break;
-      double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
-      if (i >= 1000) {
-        meter.stop();
-        calls.push_back(us);
-      }
-    }
+    int64_t y;
+    for (int i = 0; i < o.iterations + 1000; ++i)
+      if (!meter.time(i >= 1000, calls, [&] {
+            return writeFull(out, feats.data(), feats.size() * 8) && readFull(in, &y, 8);
+          }))
+        break;
     perSize.push_back(calls);
   }
   *cpu = CpuCost::of(meter);
@@ -322,19 +316,13 @@ Stats remoteRun(const Options& o, int peerCpu, Status* error, CpuCost* cpu) {
       // A compiler writes features straight into the runner's buffers
       // (zero copy), as the floor writes straight from its own vector.
       std::memcpy((*r)->getTensor<float>(0), x.data(), n * 4);
-      for (int rep = 0; rep < o.repeats + 1; ++rep) {
-        if (rep) meter.start();
-        auto t0 = Clock::now();
-        StatusOr<float> y = (*r)->evaluate<float>();
-        double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
-        if (!y.ok()) {
-          *error = y.status();
-          break;
-        }
-        if (rep) {
-          meter.stop();
-          calls.push_back(us);
-        }
+      for (int rep = 0; rep < o.repeats + 1; ++rep) {  // the first is a warm-up
+        bool ok = meter.time(rep > 0, calls, [&] {
+          StatusOr<float> y = (*r)->evaluate<float>();
+          if (!y.ok()) *error = y.status();
+          return y.ok();
+        });
+        if (!ok) break;
       }
       perSize.push_back(calls);
       if (!error->ok()) break;
@@ -349,19 +337,13 @@ Stats remoteRun(const Options& o, int peerCpu, Status* error, CpuCost* cpu) {
       std::vector<double> calls;
       calls.reserve(o.iterations);
       for (int i = 0; i < o.iterations + 1000; ++i) {
-        if (i >= 1000) meter.start();
-        auto t0 = Clock::now();
-        for (int k = 0; k < 38; ++k) *(*r)->getTensor<int64_t>(k) = 3;
-        StatusOr<int64_t> y = (*r)->evaluate<int64_t>();
-        double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
-        if (!y.ok()) {
-          *error = y.status();
-          break;
-        }
-        if (i >= 1000) {
-          meter.stop();
-          calls.push_back(us);
-        }
+        bool ok = meter.time(i >= 1000, calls, [&] {
+          for (int k = 0; k < 38; ++k) *(*r)->getTensor<int64_t>(k) = 3;
+          StatusOr<int64_t> y = (*r)->evaluate<int64_t>();
+          if (!y.ok()) *error = y.status();
+          return y.ok();
+        });
+        if (!ok) break;
       }
       perSize.push_back(calls);
     }
