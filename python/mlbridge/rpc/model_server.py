@@ -49,10 +49,9 @@ _CLOSE_GRACE_S = 2.0
 class _Live:
     """Per-session state: the stats object, the policy and its lock."""
 
-    __slots__ = ("session", "policy", "lock", "names", "index", "last", "zeros", "streaming", "reader",
-                 "encode")
+    __slots__ = ("session", "policy", "lock", "names", "index", "last", "zeros", "streaming")
 
-    def __init__(self, session: Session, policy: Any, lock: Any, max_message: int = DEFAULT_MAX_MESSAGE) -> None:
+    def __init__(self, session: Session, policy: Any, lock: Any) -> None:
         self.session = session
         self.policy = policy
         self.lock = lock
@@ -61,10 +60,6 @@ class _Live:
         self.last = time.monotonic()   # time of the last call: unary sessions expire when idle
         self.zeros: Any = None
         self.streaming = False           # a stream owns it: ended by the stream, never expired
-        # The stream's fast path (GrpcServer._fast_evaluator): the observation
-        # read in place from the request's bytes, the answer packed per session.
-        self.reader = _FMT.observation_reader(session.features, max_message)
-        self.encode = _FMT.answer_encoder(session.advice)   # framed: the payload is [4:]
 
 
 class _LazyTensors(Mapping):
@@ -271,7 +266,7 @@ class GrpcServer(ServerLifecycle):
         with self._mutex:
             while sid in self._live:
                 sid = secrets.randbits(63) or 1
-            self._live[sid] = _Live(sess, policy, lock, self.max_message)
+            self._live[sid] = _Live(sess, policy, lock)
         return spb.OpenSessionReply(session=sid, version=PROTOCOL_VERSION)
 
     def _evaluate(self, req: Any, context: grpc.ServicerContext) -> bytes:
@@ -336,15 +331,19 @@ class GrpcServer(ServerLifecycle):
         request that is exactly ``session`` then an observation of the
         session's features in canonical protobuf (what the C++ runner and
         ModelClient send), read in place (views into ``raw``) instead of a
-        upb message and a decode per tensor; None for anything else (a
+        upb message and a decode per tensor (reader and answer encoder built
+        here, once per stream); None for anything else (a
         context, another session, a session closed meanwhile...), which
         _evaluate_one then handles with its checks and errors."""
-        if lv.reader is None:
+        sess = lv.session
+        reader = _FMT.observation_reader(sess.features, self.max_message)   # once per stream
+        if reader is None:
             return None
+        read_at = reader.read_at
+        encode = _FMT.answer_encoder(sess.advice)   # framed: the payload is [4:]
         prefix = b"\x08" + _varint(sid)
         start = len(prefix)
-        read_at = lv.reader.read_at
-        live, sess, encode, monotonic = self._live, lv.session, lv.encode, time.monotonic
+        live, monotonic = self._live, time.monotonic
 
         def fast(raw: bytes) -> Optional[bytes]:
             if not raw.startswith(prefix) or live.get(sid) is not lv:
