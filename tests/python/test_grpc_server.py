@@ -223,8 +223,6 @@ def test_per_session_state_no_cross_talk():
 def test_stream_ending_without_close_ends_session_unclean():
     import grpc
 
-    from mlbridge._proto import service_pb2 as spb
-
     ended = []
     done = threading.Event()
 
@@ -239,14 +237,7 @@ def test_stream_ending_without_close_ends_session_unclean():
     with GrpcServer(M()) as srv:
         c = client(srv)
         with grpc.insecure_channel(srv.target) as ch:
-            call = ch.stream_stream("/mlbridge.v1.ModelService/EvaluateStream",
-                                    request_serializer=spb.EvaluateRequest.SerializeToString,
-                                    response_deserializer=spb.EvaluateReply.FromString)
-            req = spb.EvaluateRequest(session=c.session)
-            req.observation.SetInParent()
-            for name, dt in (("a", 9), ("b", 1)):
-                t = req.observation.tensors.add(name=name, dtype=dt, shape=[1 if name == "a" else 2])
-                t.data = bytes(8)
+            call, req = _raw_stream(ch, c.session)
             q: "queue.Queue" = queue.Queue()
             q.put(req)
 
@@ -266,6 +257,20 @@ def test_stream_ending_without_close_ends_session_unclean():
         c._rpc.close()
 
 
+def _request(session, oid=0, a=0, order=("a", "b")):
+    """An EvaluateRequest with an observation of FEATS: a = [a], b = [0.5, a]
+    (``order``: the tensors' order)."""
+    from mlbridge._proto import service_pb2 as spb
+
+    req = spb.EvaluateRequest(session=session)
+    req.observation.SetInParent()
+    req.observation.id = oid
+    for name in order:
+        t = req.observation.tensors.add(name=name, dtype=9 if name == "a" else 1, shape=[1 if name == "a" else 2])
+        t.data = np.int64(a).tobytes() if name == "a" else np.array([0.5, a], np.float32).tobytes()
+    return req
+
+
 def _raw_stream(ch, session):
     """An EvaluateStream call made by hand, and one valid request for FEATS."""
     from mlbridge._proto import service_pb2 as spb
@@ -273,12 +278,7 @@ def _raw_stream(ch, session):
     call = ch.stream_stream("/mlbridge.v1.ModelService/EvaluateStream",
                             request_serializer=spb.EvaluateRequest.SerializeToString,
                             response_deserializer=spb.EvaluateReply.FromString)
-    req = spb.EvaluateRequest(session=session)
-    req.observation.SetInParent()
-    for name in ("a", "b"):
-        t = req.observation.tensors.add(name=name, dtype=9 if name == "a" else 1, shape=[1 if name == "a" else 2])
-        t.data = bytes(8)
-    return call, req
+    return call, _request(session)
 
 
 def _stream_replies(srv, requests):
@@ -297,13 +297,7 @@ def _fast_path_requests(session):
     from mlbridge._proto import service_pb2 as spb
 
     def obs(oid, a, order=("a", "b")):
-        req = spb.EvaluateRequest(session=session)
-        req.observation.id = oid
-        for name in order:
-            t = req.observation.tensors.add(name=name, dtype=9 if name == "a" else 1,
-                                            shape=[1 if name == "a" else 2])
-            t.data = np.int64(a).tobytes() if name == "a" else np.array([0.5, a], np.float32).tobytes()
-        return req.SerializeToString()
+        return _request(session, oid, a, order).SerializeToString()
 
     ctx = spb.EvaluateRequest(session=session)
     ctx.context.name = "f"
