@@ -26,6 +26,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ...core.errors import MLBridgeError
 from ..extract import Outcome, Report, extract, sources_from_compile_commands
+from ..programs import write_programs
 from .recipe import Recipe
 
 OPT_FLAGS = ("-Oz", "-Xclang", "-fembed-bitcode=all")
@@ -296,6 +297,8 @@ def build(recipe: Recipe, *, cache: Optional[str] = None, jobs: Optional[int] = 
     res.extract_report = extract(found, corpus, jobs=jobs, pre_outcomes=pre,
                                  on_done=(lambda o: progress(1, o.name)) if progress else None)
     res.seconds["extract"] = time.monotonic() - t2
+    if recipe.programs:
+        write_programs(corpus, recipe.programs)
     res.seconds["total"] = time.monotonic() - t0
     with open(os.path.join(work, "build.json"), "w") as f:
         json.dump(res.summary(), f, indent=1)

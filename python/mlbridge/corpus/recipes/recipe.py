@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Tuple
 
+from ..programs import Program
+
 
 @dataclass(frozen=True)
 class Recipe:
@@ -30,5 +32,11 @@ class Recipe:
     #: a folder of the repository (relative to its root) instead of a download
     local: Optional[str] = None
     description: str = ""
+    #: "train" or "eval": projects split whole (docs/training.md); nothing is
+    #: chosen on an "eval" project
+    split: str = "train"
+    #: what the modules link into, as the project ships it (programs.json; the
+    #: linked and LTO settings)
+    programs: Tuple[Program, ...] = ()
     #: called with the unpacked top folder before compiling (generates files)
     prepare: Optional[Callable[[str], None]] = field(default=None, compare=False)
