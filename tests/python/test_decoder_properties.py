@@ -85,9 +85,7 @@ def _read_log(data: bytes, tmp_dir: str, replies: bytes = b"") -> None:
 
 
 # ---- strategies ----------------------------------------------------------------
-@st.composite
-def mutated_vector(draw):
-    case, data = draw(st.sampled_from(SEEDS))
+def _mutate(draw, data: bytes) -> bytes:
     data = bytearray(data)
     for _ in range(draw(st.integers(1, 6))):
         op = draw(st.sampled_from(["flip", "insert", "delete", "int", "truncate"]))
@@ -104,6 +102,12 @@ def mutated_vector(draw):
         elif op == "truncate":
             del data[at:]
     return bytes(data)
+
+
+@st.composite
+def mutated_vector(draw):
+    case, data = draw(st.sampled_from(SEEDS))
+    return _mutate(draw, data)
 
 
 dims = st.lists(st.sampled_from(HOSTILE), max_size=4) | st.lists(st.sampled_from([0, 1, 2]), min_size=60, max_size=70)
@@ -179,6 +183,73 @@ def protobuf_payload(draw):
     return msg.SerializeToString()
 
 
+# String tensors: 0 bytes an element on the wire, 8 in numpy (an object array
+# holds a pointer per element). A shape with a zero among huge dimensions is
+# empty, yet numpy cannot shape it when the rest times 8 overflows (issue 25:
+# [0, 2**60] escaped as ValueError "array is too big").
+HUGE = [2**28, 2**31, 2**32, 2**59, 2**60, 2**61, 2**62, 2**63 - 1]
+
+
+@st.composite
+def string_shape(draw):
+    """Zero, small and huge dimensions; usually at least one zero."""
+    shape = draw(st.lists(st.sampled_from([0, 1, 2, 3] + HUGE), min_size=1, max_size=4))
+    if draw(st.integers(0, 3)):
+        shape.insert(draw(st.integers(0, len(shape))), 0)
+    return shape
+
+
+def _count(shape) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+@st.composite
+def string_tensor_payloads(draw):
+    """(format, payload) of a message with a string tensor (or a string spec in
+    a header) of a zero/huge shape, in protobuf or JSON; as many strings as
+    the shape holds when that is small, else a few."""
+    shape = draw(string_shape())
+    n = _count(shape)
+    count = n if n <= 4 else draw(st.integers(0, 3))
+    strings = [draw(st.sampled_from(["", "a", "xyz"])) for _ in range(count)]
+    kind = draw(st.sampled_from(["observation", "reply", "header"]))
+    fmt = draw(st.sampled_from(["protobuf", "json"]))
+    if fmt == "protobuf":
+        msg = pb.Message()
+        body = getattr(msg, kind)
+        body.SetInParent()
+        if kind == "header":
+            t = body.features.add() if draw(st.booleans()) else body.advice.add()
+        else:
+            t = body.tensors.add()
+            t.string_data.extend(x.encode() for x in strings)
+        t.name, t.dtype = "s", PB_STRING
+        t.shape.extend(shape)
+        return fmt, msg.SerializeToString()
+    if kind == "header":
+        spec = {"name": "s", "type": "string", "port": 0, "shape": shape}
+        side = draw(st.sampled_from(["features", "advice"]))
+        return fmt, json.dumps({"header": {"version": 1, side: [spec]}}).encode()
+    t = {"name": "s", "type": "string", "shape": shape, "data": strings}
+    return fmt, json.dumps({kind: {"id": 0, "tensors": [t]}}).encode()
+
+
+def _check_string_payload(fmt_name: str, payload: bytes, tmp_dir: str) -> None:
+    f = get_format(fmt_name)
+    msg = _only_protocol_errors(f.decode_payload, payload)
+    for t in getattr(msg, "tensors", None) or []:   # what decodes is what was announced
+        name, arr = t
+        assert arr.dtype == object and arr.size == _count(arr.shape)
+    stream = f.preamble() + f.frame(payload)
+    _only_protocol_errors(detect, stream)
+    _only_protocol_errors(decode_all, stream, f.model_decoder(SMALL))
+    _only_protocol_errors(decode_all, f.frame(payload), f.compiler_decoder((TensorSpec("s", "string", [2]),), SMALL))
+    _read_log(stream, tmp_dir)
+
+
 def _framed(fmt_name: str, payloads) -> bytes:
     fmt = get_format(fmt_name)
     out = fmt.preamble()
@@ -217,6 +288,22 @@ def test_json_hostile_tensors(payload):
 @given(payload=protobuf_payload())
 def test_protobuf_hostile_tensors(payload):
     _only_protocol_errors(get_format("protobuf").decode_payload, payload)
+
+
+@SETTINGS
+@given(case=string_tensor_payloads())
+def test_string_tensors_zero_and_huge_dims(tmp_path_factory, case):
+    _check_string_payload(*case, str(tmp_path_factory.getbasetemp()))
+
+
+@SETTINGS
+@given(case=string_tensor_payloads(), data=st.data())
+def test_mutated_string_tensors(tmp_path_factory, case, data):
+    """The same messages, framed, then mutated as the golden vectors are."""
+    fmt_name, payload = case
+    f = get_format(fmt_name)
+    stream = data.draw(st.sampled_from([f.preamble(), b""])) + f.frame(payload)
+    _all_entry_points(_mutate(data.draw, stream), str(tmp_path_factory.getbasetemp()))
 
 
 @SETTINGS
@@ -260,7 +347,27 @@ REGRESSIONS = [
      b'4611686018427387904],"data":[]}]}}'),
     ("json data, rank 65", "json",
      b'{"observation":{"id":0,"tensors":[{"name":"t","type":"int64_t","shape":[' + b"1," * 64 + b'1],"data":[1]}]}}'),
+    # issue 25: a string tensor [0, 2^60] counted 0 bytes an element where numpy needs 8
+    ("protobuf string [0, 2^60] (issue 25)", "protobuf", bytes.fromhex("221312110a0173100c1a0a00808080808080808010")),
+    ("protobuf string [0, 2^60]", "protobuf", _pb_tensor(PB_STRING, [0, 2**60])),
+    ("protobuf string [2^60, 0, 3]", "protobuf", _pb_tensor(PB_STRING, [2**60, 0, 3])),
+    ("json string [0, 2^60]", "json",
+     b'{"observation":{"id":0,"tensors":[{"name":"t","type":"string","shape":[0,1152921504606846976],"data":[]}]}}'),
+    ("json header string [0, 2^60]", "json",
+     b'{"header":{"version":1,"features":[{"name":"t","type":"string","port":0,"shape":[0,1152921504606846976]}]}}'),
 ]
+
+
+def _pb_header_string(shape) -> bytes:
+    msg = pb.Message()
+    msg.header.version = 1
+    t = msg.header.advice.add()
+    t.name, t.dtype = "s", PB_STRING
+    t.shape.extend(shape)
+    return msg.SerializeToString()
+
+
+REGRESSIONS.append(("protobuf header string [0, 2^60]", "protobuf", _pb_header_string([0, 2**60])))
 
 
 @pytest.mark.parametrize("fmt,payload", [(f, p) for _, f, p in REGRESSIONS], ids=[n for n, _, _ in REGRESSIONS])
@@ -321,3 +428,17 @@ def test_regression_deeply_nested_json(tmp_path, where):
         (tmp_path / "log").write_bytes(stream)
         with pytest.raises(ProtocolError):
             list(mlbridge.read_log(tmp_path / "log"))
+
+
+def test_regression_training_log_steps_times_shape(tmp_path):
+    """Each step of a feature [0, 2^59] int64 fits an array, two steps do not:
+    read_training_log escaped as BufferError (closing the map under a live view)
+    over the ValueError of numpy's reshape (issue 25)."""
+    from mlbridge.llvm.training_log import read_training_log
+    path = tmp_path / "x.log"
+    path.write_bytes(b'{"features":[{"name":"x","type":"int64_t","port":0,"shape":[0,576460752303423488]}]}\n'
+                     b'{"context":"m"}\n{"observation":0}\n\n{"observation":1}\n\n')
+    with pytest.raises(ProtocolError, match="2 steps"):
+        read_training_log(path)
+    with pytest.raises(ProtocolError):
+        list(mlbridge.read_log(path))

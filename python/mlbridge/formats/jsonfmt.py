@@ -16,8 +16,8 @@ import numpy as np
 from ..core import dtypes as _dt
 from ..core.errors import BAD_JSON, ProtocolError
 from ..core.messages import Context, End, Header, Observation, Reply, NamedTensor, PROTOCOL_VERSION
-from ..core.spec import TensorSpec, json_string, shape_problem, specs_from_json, specs_to_json
-from .base import DEFAULT_MAX_MESSAGE
+from ..core.spec import TensorSpec, json_string, specs_from_json, specs_to_json
+from .base import DEFAULT_MAX_MESSAGE, array_shape_problem, spec_array_problem
 from .framing import FramedFormat, ObservationReader
 from .record import RecordLayout
 
@@ -190,7 +190,7 @@ def tensor_from_json(obj: Any, where: str) -> NamedTensor:
         raise ProtocolError(f"json: tensor {name!r}: unknown type {typ!r}")
     if not isinstance(shape, list) or not all(type(d) is int and d >= 0 for d in shape):
         raise ProtocolError(f"json: tensor {name!r}: bad shape {shape!r}")
-    problem = shape_problem(shape, row.itemsize)
+    problem = array_shape_problem(shape, row)   # numpy's item size: 8 for a string's object array
     if problem is not None:
         raise ProtocolError(f"json: tensor {name!r}: {problem}")
     if not isinstance(data, _LISTS):
@@ -483,8 +483,13 @@ class JsonFormat(FramedFormat):
             version = body.get("version", PROTOCOL_VERSION)
             if type(version) is not int:
                 raise ProtocolError("json: header version must be an integer")
-            return Header(specs_from_json(body.get("features", []), "features"),
-                          specs_from_json(body.get("advice", []), "advice"), version)
+            feats = specs_from_json(body.get("features", []), "features")
+            adv = specs_from_json(body.get("advice", []), "advice")
+            for what, spec in [("feature", s) for s in feats] + [("advice", s) for s in adv]:
+                problem = spec_array_problem(spec)
+                if problem is not None:
+                    raise ProtocolError(f"json: {what} {spec.name!r}: {problem}")
+            return Header(feats, adv, version)
         return End()
 
 

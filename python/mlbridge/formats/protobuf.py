@@ -12,8 +12,8 @@ from ..core import dtypes as _dt
 from .._proto import mlbridge_pb2 as pb
 from ..core.errors import ProtocolError
 from ..core.messages import PROTOCOL_VERSION, Context, End, Header, NamedTensor, Observation, Reply
-from ..core.spec import TensorSpec, check_unique, shape_problem
-from .base import DEFAULT_MAX_MESSAGE
+from ..core.spec import TensorSpec, check_unique
+from .base import DEFAULT_MAX_MESSAGE, array_shape_problem, spec_array_problem
 from .framing import FramedFormat, ObservationReader
 from .record import RecordLayout
 
@@ -41,9 +41,13 @@ def _fill_tensor(out: Any, spec: TensorSpec, arr: np.ndarray) -> None:
 def _spec(t: Any, what: str) -> TensorSpec:
     try:
         row = _dt.from_proto(t.dtype)
-        return TensorSpec(t.name, row, tuple(t.shape), t.port)
+        spec = TensorSpec(t.name, row, tuple(t.shape), t.port)
     except ValueError as exc:
         raise ProtocolError(f"protobuf: bad {what} spec: {exc}") from None
+    problem = spec_array_problem(spec)
+    if problem is not None:
+        raise ProtocolError(f"protobuf: bad {what} spec: tensor {spec.name!r}: {problem}")
+    return spec
 
 
 _BY_PROTO = {row.proto: row for row in _dt.DTYPES.values()}
@@ -58,7 +62,10 @@ def _tensor(t: Any, where: str) -> NamedTensor:
     shape = tuple(t.shape)
     if shape and min(shape) < 0:
         raise ProtocolError(f"protobuf: {where}: tensor {name!r}: negative dimension in {list(shape)}")
-    problem = shape_problem(shape, row.itemsize) if len(shape) > 1 else None
+    # numpy's item size (8 for the object array of a string tensor), not the
+    # wire's: a string tensor [0, 2**60] is empty, yet numpy cannot shape it.
+    # Rank 1 needs no check: the count is compared with what the payload holds.
+    problem = array_shape_problem(shape, row) if len(shape) > 1 else None
     if problem is not None:
         raise ProtocolError(f"protobuf: {where}: tensor {name!r}: {problem}")
     n = math.prod(shape)

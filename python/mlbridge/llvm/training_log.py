@@ -33,7 +33,7 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 import numpy as np
 
 from ..core.errors import BAD_JSON, ProtocolError
-from ..core.spec import TensorSpec, specs_from_json
+from ..core.spec import TensorSpec, shape_problem, specs_from_json
 
 __all__ = [
     "Trajectory", "TrainingLog", "read_training_log", "set_log_reward", "set_final_score",
@@ -124,9 +124,16 @@ def _record_id(obj: Dict[str, Any], key: str, pos: int, path: str) -> int:
     return v
 
 
-def _gather(data: Any, offsets: List[int], specs: Tuple[TensorSpec, ...], nbytes: int) -> Dict[str, np.ndarray]:
+def _gather(data: Any, offsets: List[int], specs: Tuple[TensorSpec, ...], nbytes: int,
+            path: str = "training log") -> Dict[str, np.ndarray]:
     """One (steps, *shape) array per spec from the records at ``offsets``."""
     n = len(offsets)
+    for s in specs:
+        # Each spec fits an array (checked with its header), but steps x shape may
+        # not: [0, 2**59] int64 holds no byte, two steps of it are beyond numpy.
+        problem = shape_problem((n,) + s.shape, s.np_dtype.itemsize)
+        if problem is not None:
+            raise ProtocolError(f"{path}: {s.describe()}: {n} steps of it cannot be one array ({problem})")
     buf = np.frombuffer(data, np.uint8) if len(data) else np.zeros(0, np.uint8)
     if n and nbytes:
         rows = buf[np.asarray(offsets, np.int64)[:, None] + np.arange(nbytes, dtype=np.int64)]
@@ -181,7 +188,13 @@ def read_training_log(path: PathLike) -> TrainingLog:
         return _parse(data, p)
     finally:
         if isinstance(data, mmap.mmap):
-            data.close()
+            try:
+                data.close()
+            except BufferError:
+                # An error left a view of the map alive (in its traceback's
+                # frames): the map closes when the view goes. Raising here
+                # would replace the error the caller must see.
+                pass
 
 
 def _parse(data: Any, path: str) -> TrainingLog:
@@ -253,8 +266,8 @@ def _parse(data: Any, path: str) -> TrainingLog:
 
     trajectories = []
     for name, obs, outs in contexts:
-        feats = _gather(data, obs, features, obs_bytes)
-        sc = _gather(data, outs, (score,), score_bytes)[score.name] if score is not None else None
+        feats = _gather(data, obs, features, obs_bytes, path)
+        sc = _gather(data, outs, (score,), score_bytes, path)[score.name] if score is not None else None
         trajectories.append(Trajectory(name, feats, sc, len(obs), np.asarray(outs, np.int64)))
     sizes = None
     side = reward_sidecar(path)
