@@ -30,6 +30,11 @@ def add_parser(corpus_sub: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--policy", required=True, metavar="{oz,MODEL.onnx,python:MODULE:FN}",
                    help="oz: the -Oz heuristic; MODEL.onnx: the model in-process (LLVM plugin); "
                         "python:MODULE:FN: FN(observation) answered in this process over pipes")
+    p.add_argument("--setting", choices=("objects", "linked", "lto"), default="objects",
+                   help="where sizes are measured: objects, each module's object (default); linked, the "
+                        "programs of the corpus's programs.json linked by lld with --gc-sections; lto, the "
+                        "same programs with full LTO, the policy deciding in the pre-link compiles and in "
+                        "lld's LTO backend (docs/corpus.md, \"Settings\")")
     p.add_argument("-j", "--jobs", type=int, default=None, help="parallel compiles (default: all cores)")
     p.add_argument("--timeout", type=float, default=300.0, help="seconds per compile (default 300)")
     p.add_argument("--plugin", default=None,
@@ -87,6 +92,8 @@ def run(args: argparse.Namespace) -> int:
     from ..corpus import layout
     from ..corpus.compile import CompileSetupError, Policy, Toolchain
     from ..corpus.evaluate import BaselineCache, default_cache_dir, evaluate
+    from ..corpus.programs import load_programs
+    from ..corpus.settings import Setting, find_lld
     from .progress import Progress
 
     if args.jobs is not None and args.jobs < 1:
@@ -95,6 +102,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--timeout must be positive")
     if args.where is not None and args.where < 0:
         raise UsageError("--where N: N must be 0 or more")
+    if args.log and args.setting != "objects":
+        raise UsageError("--log: training logs are written in the objects setting only")
     for flag, path, ext in (("--csv", args.csv, None), ("--plot", args.plot, ".png")):
         if path is None:
             continue
@@ -111,6 +120,11 @@ def run(args: argparse.Namespace) -> int:
             sys.path.insert(0, os.getcwd())   # python:MODULE:FN finds modules next to the user
         policy = Policy.parse(args.policy)
         toolchain = Toolchain.find(args.clang, args.plugin, need_plugin=policy.uses_plugin or bool(args.log))
+        setting = Setting.parse(args.setting)
+        units = len(corpus.modules)
+        if setting.whole_program:
+            find_lld(toolchain.clang)
+            units = len(load_programs(corpus))
     except (layout.CorpusError, CompileSetupError) as exc:
         raise UsageError(str(exc)) from None
     cache = None if args.no_cache else BaselineCache(args.cache_dir or default_cache_dir())
@@ -120,12 +134,12 @@ def run(args: argparse.Namespace) -> int:
         if policy.kind == "oz":
             cache = None   # the logged run loads the plugin: its sizes are not plain -Oz's to cache
 
-    with Progress(len(corpus.modules), "evaluate", quiet=args.quiet, unit="module") as bar:
+    with Progress(units, "evaluate", quiet=args.quiet, unit="program" if setting.whole_program else "module") as bar:
         def done(score: Any) -> None:
             bar.update(1, postfix=os.path.basename(score.module))
 
         ev = evaluate(corpus, policy, toolchain, jobs=args.jobs, options=_options(args, corpus, policy, toolchain),
-                      cache=cache, on_done=done, where=args.where is not None)
+                      cache=cache, on_done=done, where=args.where is not None, setting=setting)
     if args.log:
         logged = _reward_logs(args, corpus, ev)
         if not args.quiet:
@@ -151,16 +165,22 @@ def run(args: argparse.Namespace) -> int:
 
 def report_failures(data: Dict[str, Any], stream: Any = None) -> None:
     stream = stream or sys.stderr
+    unit = _unit(data)
     failed = [m for m in data["modules"] if not m["ok"]]
     for m in failed[:MAX_FAILURES_SHOWN]:
         for e in m["errors"]:
-            print(f"mlbridge: module {m['module']} failed ({e['run']}): {e['error']}\n  command: {e['command']}",
+            print(f"mlbridge: {unit} {m['module']} failed ({e['run']}): {e['error']}\n  command: {e['command']}",
                   file=stream)
     if len(failed) > MAX_FAILURES_SHOWN:
-        print(f"mlbridge: ... and {len(failed) - MAX_FAILURES_SHOWN} more failed modules (all in --json)",
+        print(f"mlbridge: ... and {len(failed) - MAX_FAILURES_SHOWN} more failed {unit}s (all in --json)",
               file=stream)
     if failed:
-        print(f"mlbridge: {len(failed)} of {len(data['modules'])} modules failed", file=stream)
+        print(f"mlbridge: {len(failed)} of {len(data['modules'])} {unit}s failed", file=stream)
+
+
+def _unit(data: Dict[str, Any]) -> str:
+    """What a row is: a module (objects setting) or a program (linked, lto)."""
+    return "module" if data.get("setting", "objects") == "objects" else "program"
 
 
 def _fmt_delta(delta: Optional[int], pct: Optional[float]) -> List[str]:
@@ -176,17 +196,19 @@ def print_table(data: Dict[str, Any], rows: int = 30, stream: Any = None) -> Non
     shown = mods
     if rows and len(mods) > rows:
         shown = sorted(mods, key=lambda m: -abs(m["delta"] or 0) if m["ok"] else float("-inf"))[:rows]
-    header = ["module", "-Oz .text", "policy .text", "delta", "delta %"]
+    unit = _unit(data)
+    header = [unit, "-Oz .text", "policy .text", "delta", "delta %"]
     body = [[m["module"], _num(m["oz_text"]), _num(m["policy_text"]), *_fmt_delta(m["delta"], m["delta_pct"])]
             if m["ok"] else [m["module"], _num(m["oz_text"]), _num(m["policy_text"]), "FAILED", ""]
             for m in shown]
     t = data["total"]
-    total = [f"total ({t['ok']} modules)", _num(t["oz_text"]), _num(t["policy_text"]),
+    total = [f"total ({t['ok']} {unit}s)", _num(t["oz_text"]), _num(t["policy_text"]),
              *_fmt_delta(t["delta"], t["delta_pct"])]
-    title = (f"policy {data['policy']} vs -Oz on {data['corpus']}: {t['smaller']} smaller, {t['larger']} larger, "
+    title = (f"policy {data['policy']} vs -Oz on {data['corpus']} ({data.get('setting', 'objects')}): "
+             f"{t['smaller']} smaller, {t['larger']} larger, "
              f"{t['failed']} failed; {data['wall_seconds']:.1f} s with -j{data['jobs']}")
     if len(shown) < len(mods):
-        title += f" (the {len(shown)} largest changes of {len(mods)} modules shown)"
+        title += f" (the {len(shown)} largest changes of {len(mods)} {unit}s shown)"
     if stream.isatty():
         try:
             from rich.console import Console

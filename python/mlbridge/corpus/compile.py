@@ -26,7 +26,7 @@ import shutil
 import subprocess
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .elf import ElfError, text_size
 from .layout import CorpusError, Module
@@ -148,9 +148,10 @@ def find_plugin(plugin: Optional[str] = None) -> str:
     return os.path.abspath(plugin)
 
 
-def cc1_args(recorded: Sequence[str]) -> List[str]:
+def cc1_args(recorded: Sequence[str], *, drop: Sequence[str] = (), emit: Sequence[str] = ("-emit-obj",)) -> List[str]:
     """The recorded cc1 arguments without the flags a recompile from IR must not
-    replay (see _DROP*), ending with -emit-obj. CorpusError if not a cc1 command."""
+    replay (see _DROP*) and without DROP, ending with EMIT (default -emit-obj).
+    CorpusError if not a cc1 command."""
     if not recorded or recorded[0] != "-cc1":
         first = recorded[0] if recorded else "nothing"
         raise CorpusError(f"the command does not start with -cc1 (starts with {first!r})")
@@ -159,12 +160,11 @@ def cc1_args(recorded: Sequence[str]) -> List[str]:
     for a in it:
         if a in _DROP_WITH_VALUE:
             next(it, None)
-        elif a in _DROP or a.startswith(_DROP_PREFIX):
+        elif a in _DROP or a in drop or a.startswith(_DROP_PREFIX):
             continue
         else:
             out.append(a)
-    out.append("-emit-obj")
-    return out
+    return out + list(emit)
 
 
 def plugin_args(plugin: str) -> List[str]:
@@ -223,6 +223,12 @@ class CompileOptions:
     extra_args: Optional[Callable[[Module], Sequence[str]]] = None
     extra_env: Optional[Callable[[Module], Mapping[str, str]]] = None
     keep_objects: bool = False
+    #: what a whole-program setting changes in every compile, baseline and policy
+    #: alike (settings.py): cc1 flags added and dropped, and whether the output is
+    #: LTO bitcode (kept for the link, not measured) instead of an object
+    setting_args: Tuple[str, ...] = ()
+    setting_drop: Tuple[str, ...] = ()
+    bitcode: bool = False
     environ: Dict[str, str] = field(default_factory=lambda: {k: v for k, v in os.environ.items()
                                                              if not k.startswith("MLBRIDGE_INLINE_")})
 
@@ -231,7 +237,9 @@ def command_for(module: Module, policy: Policy, out: str, toolchain: Toolchain,
                 options: Optional[CompileOptions] = None) -> List[str]:
     """The full clang command that compiles `module` under `policy` into `out`."""
     options = options or CompileOptions()
-    cmd = [toolchain.clang] + cc1_args(module.command()) + ["-x", "ir", os.path.abspath(module.bc)]
+    emit = ("-emit-llvm-bc",) if options.bitcode else ("-emit-obj",)
+    cmd = ([toolchain.clang] + cc1_args(module.command(), drop=options.setting_drop, emit=emit)
+           + list(options.setting_args) + ["-x", "ir", os.path.abspath(module.bc)])
     if options.thinlto:
         cmd += [f"-fthinlto-index={os.path.abspath(module.thinlto_index)}", "-mllvm", "-thinlto-assume-merged"]
     cmd += policy_args(policy, toolchain.plugin)
@@ -246,7 +254,8 @@ def compile_module(module: Module, policy: Policy, out_dir: str, toolchain: Tool
     .text bytes and removes the object (unless options.keep_objects)."""
     options = options or CompileOptions()
     key = hashlib.sha1(module.name.encode()).hexdigest()[:16]
-    out = os.path.join(out_dir, f"{os.path.basename(module.name)[:40]}.{key}{'.' + tag if tag else ''}.o")
+    out = os.path.join(out_dir, f"{os.path.basename(module.name)[:40]}.{key}{'.' + tag if tag else ''}"
+                            + (".bc" if options.bitcode else ".o"))
     res = CompileResult(module.name, ok=False)
     try:
         cmd = command_for(module, policy, out, toolchain, options)
@@ -287,16 +296,12 @@ def compile_module(module: Module, policy: Policy, out_dir: str, toolchain: Tool
         if rc != 0:
             res.error = f"clang exited with {rc}: {_last_lines(stderr)}"
             return res
-        warning = next((ln for ln in stderr.splitlines() if ln.startswith("mlbridge: warning:")), None)
-        if warning is not None:
-            # The plugin fell back to the stock inliner: the size is not the policy's.
-            res.error = f"the policy was not used: {warning[len('mlbridge: warning: '):]}"
+        res.error, res.decisions = plugin_verdict(stderr, policy)
+        if res.error is not None:
             return res
-        if policy.uses_plugin:
-            res.decisions = _decisions(stderr)
-            if res.decisions is None:
-                res.error = "the plugin did not report its inliner (was the module's pipeline without an inliner?)"
-                return res
+        if options.bitcode:   # LTO bitcode for a link: nothing to measure yet
+            res.ok, res.object_path = True, out
+            return res
         try:
             res.text_bytes = text_size(out)
         except (ElfError, OSError) as exc:
@@ -312,11 +317,28 @@ def compile_module(module: Module, policy: Policy, out_dir: str, toolchain: Tool
     finally:
         if not res.seconds:
             res.seconds = time.monotonic() - start
-        if not options.keep_objects:
+        if not options.keep_objects and not (res.ok and options.bitcode):
             try:
                 os.unlink(out)
             except OSError:
                 pass
+
+
+def plugin_verdict(stderr: str, policy: Policy) -> Tuple[Optional[str], Optional[int]]:
+    """(why the result is not the policy's, or None; the model's decisions) from
+    what the plugin printed in a compiler's or linker's stderr. A warning means
+    the plugin fell back to the stock inliner; no report at all means the plugin
+    never decided (not loaded, or no inliner ran): either way the size is not
+    the policy's, so it must not be scored as one."""
+    warning = next((ln for ln in stderr.splitlines() if ln.startswith("mlbridge: warning:")), None)
+    if warning is not None:
+        return f"the policy was not used: {warning[len('mlbridge: warning: '):]}", None
+    if not policy.uses_plugin:
+        return None, None
+    decisions = _decisions(stderr)
+    if decisions is None:
+        return "the plugin did not report its inliner (was the module's pipeline without an inliner?)", None
+    return None, decisions
 
 
 def _decisions(stderr: str) -> Optional[int]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import io
 import os
 import struct
-from typing import BinaryIO, Dict, Iterable, Iterator, Optional, Tuple
+from typing import BinaryIO, Dict, Iterable, Iterator, List, Optional, Set, Tuple
 
 from ..core.errors import MLBridgeError
 
@@ -158,35 +158,62 @@ def function_sizes(path: str) -> Dict[str, int]:
             raise ElfError(f"{path}: {exc}") from None
 
 
-def _function_sizes(f: BinaryIO, file_size: int) -> Dict[str, int]:
+SHT_DYNSYM = 11
+
+
+def _symbols(f: BinaryIO, file_size: int, sh_type: int) -> Tuple[List[Tuple[bytes, Header]], Iterator[Tuple[str, int, int, int, int]]]:
+    """The sections, and (name, info, shndx, value, size) of every symbol in the
+    tables of type SH_TYPE (SHT_SYMTAB or SHT_DYNSYM)."""
     sections = list(_sections(f, file_size))
     f.seek(4)
     is64, little = f.read(1) == b"\x02", f.read(1) == b"\x01"
     end = "<" if little else ">"
+
+    def gen() -> Iterator[Tuple[str, int, int, int, int]]:
+        for _, h in sections:
+            if h[1] != sh_type:
+                continue
+            if h[5] > MAX_SYMTAB or h[6] >= len(sections):
+                raise ElfError(f"symbol table of {h[5]} bytes linked to section {h[6]} (limit {MAX_SYMTAB})")
+            strtab_hdr = sections[h[6]][1]
+            if strtab_hdr[5] > MAX_SYMTAB:
+                raise ElfError(f"symbol name table of {strtab_hdr[5]} bytes (limit {MAX_SYMTAB})")
+            syms = _read_at(f, h[4], h[5], file_size, "symbol table")
+            names = _read_at(f, strtab_hdr[4], strtab_hdr[5], file_size, "symbol name table")
+            # Elf64_Sym: name, info, other, shndx, value, size; Elf32_Sym: name, value, size, info, other, shndx
+            fmt, size = (end + "IBBHQQ", 24) if is64 else (end + "IIIBBH", 16)
+            for off in range(0, len(syms) - size + 1, size):
+                if is64:
+                    name_off, info, _, shndx, value, sym_size = struct.unpack_from(fmt, syms, off)
+                else:
+                    name_off, value, sym_size, info, _, shndx = struct.unpack_from(fmt, syms, off)
+                if name_off >= len(names):
+                    continue
+                stop = names.find(b"\0", name_off)
+                name = names[name_off:stop if stop >= 0 else len(names)].decode("utf-8", "replace")
+                yield name, info, shndx, value, sym_size
+    return sections, gen()
+
+
+def _function_sizes(f: BinaryIO, file_size: int) -> Dict[str, int]:
+    sections, symbols = _symbols(f, file_size, SHT_SYMTAB)
     text = {i for i, (name, _) in enumerate(sections) if name == b".text" or name.startswith(b".text.")}
     out: Dict[str, int] = {}
     seen = set()
-    for _, h in sections:
-        if h[1] != SHT_SYMTAB:
+    for name, info, shndx, value, sym_size in symbols:
+        if info & 0xF != STT_FUNC or shndx not in text or (shndx, value) in seen:
             continue
-        if h[5] > MAX_SYMTAB or h[6] >= len(sections):
-            raise ElfError(f"symbol table of {h[5]} bytes linked to section {h[6]} (limit {MAX_SYMTAB})")
-        strtab_hdr = sections[h[6]][1]
-        if strtab_hdr[5] > MAX_SYMTAB:
-            raise ElfError(f"symbol name table of {strtab_hdr[5]} bytes (limit {MAX_SYMTAB})")
-        syms = _read_at(f, h[4], h[5], file_size, "symbol table")
-        names = _read_at(f, strtab_hdr[4], strtab_hdr[5], file_size, "symbol name table")
-        # Elf64_Sym: name, info, other, shndx, value, size; Elf32_Sym: name, value, size, info, other, shndx
-        fmt, size = (end + "IBBHQQ", 24) if is64 else (end + "IIIBBH", 16)
-        for off in range(0, len(syms) - size + 1, size):
-            if is64:
-                name_off, info, _, shndx, value, sym_size = struct.unpack_from(fmt, syms, off)
-            else:
-                name_off, value, sym_size, info, _, shndx = struct.unpack_from(fmt, syms, off)
-            if info & 0xF != STT_FUNC or shndx not in text or name_off >= len(names) or (shndx, value) in seen:
-                continue
-            seen.add((shndx, value))
-            stop = names.find(b"\0", name_off)
-            name = names[name_off:stop if stop >= 0 else len(names)].decode("utf-8", "replace")
-            out[name] = out.get(name, 0) + sym_size
+        seen.add((shndx, value))
+        out[name] = out.get(name, 0) + sym_size
     return out
+
+
+def defined_dynamic_symbols(path: str) -> Set[str]:
+    """Names a linked file exports: its ``.dynsym`` entries defined in it."""
+    with open(path, "rb") as f:
+        file_size = os.fstat(f.fileno()).st_size
+        try:
+            _, symbols = _symbols(f, file_size, SHT_DYNSYM)
+            return {name for name, _, shndx, _, _ in symbols if shndx != 0 and name}
+        except (ElfError, struct.error) as exc:
+            raise ElfError(f"{path}: {exc}") from None

@@ -20,6 +20,8 @@ from typing import Any, Callable, Dict, List, Optional
 from .compile import CompileOptions, CompileResult, Policy, Toolchain, cc1_args, compile_module
 from .elf import ElfError
 from .layout import Corpus, CorpusError, Module
+from .programs import Program, load_programs
+from .settings import Setting, build_program, program_key
 from .where import FunctionChange, compare_functions
 
 OZ = Policy("oz", "oz")
@@ -129,6 +131,8 @@ class Evaluation:
     jobs: int
     scores: List[ModuleScore] = field(default_factory=list)
     wall_seconds: float = 0.0
+    #: objects, linked or lto (settings.py); in the last two a score is a program
+    setting: str = "objects"
 
     @property
     def failed(self) -> List[ModuleScore]:
@@ -146,7 +150,7 @@ class Evaluation:
 
     def as_dict(self) -> Dict[str, Any]:
         return {"corpus": self.corpus, "policy": self.policy, "clang": self.clang, "jobs": self.jobs,
-                "wall_seconds": round(self.wall_seconds, 3), "total": self.totals(),
+                "setting": self.setting, "wall_seconds": round(self.wall_seconds, 3), "total": self.totals(),
                 "modules": [s.as_dict() for s in self.scores]}
 
 
@@ -158,15 +162,20 @@ def _pct(delta: Optional[int], base: Optional[int]) -> Optional[float]:
 
 def evaluate(corpus: Corpus, policy: Policy, toolchain: Toolchain, *, jobs: Optional[int] = None,
              options: Optional[CompileOptions] = None, cache: Optional[BaselineCache] = None,
-             on_done: Optional[Callable[[ModuleScore], None]] = None, where: bool = False) -> Evaluation:
+             on_done: Optional[Callable[[ModuleScore], None]] = None, where: bool = False,
+             setting: Optional[Setting] = None) -> Evaluation:
     """Compiles every module under `policy` and -Oz with `jobs` parallel compiles
     (default: all cores). `options.extra_args`/`extra_env` apply to the policy's
     compiles only (the baseline is plain -Oz). `on_done` is called, in the
     calling thread, as each module finishes (progress). `where`: also compare the
     two objects function by function (ModuleScore.functions); the baseline is then
-    compiled, not taken from the cache, since its object is needed."""
+    compiled, not taken from the cache, since its object is needed.
+    `setting` linked or lto: one score per program of the corpus's programs.json
+    (settings.py), each the linked file's .text."""
     jobs = max(1, jobs or os.cpu_count() or 1)
     options = options or CompileOptions(thinlto=corpus.has_thinlto)
+    if setting is not None and setting.whole_program:
+        return _evaluate_programs(corpus, policy, toolchain, setting, jobs, options, cache, on_done, where)
     if where:
         options = dataclasses.replace(options, keep_objects=True)
         cache = None
@@ -252,3 +261,66 @@ def _score(module: Module, policy: Policy, work: str, toolchain: Toolchain, opti
             except OSError:
                 pass
     return score
+
+
+def _evaluate_programs(corpus: Corpus, policy: Policy, toolchain: Toolchain, setting: Setting, jobs: int,
+                       options: CompileOptions, cache: Optional[BaselineCache],
+                       on_done: Optional[Callable[[ModuleScore], None]], where: bool) -> Evaluation:
+    """evaluate() in a whole-program setting: per program, the -Oz build and the
+    policy's (same flags, same link) run as parallel tasks."""
+    if corpus.has_thinlto:
+        raise CorpusError(f"{corpus.root}: a ThinLTO corpus cannot be linked in the {setting.name} setting "
+                          "(its modules are ThinLTO backends)")
+    programs = load_programs(corpus)
+    if where:
+        cache = None
+    base_opts = dataclasses.replace(options, extra_args=None, extra_env=None)
+    result = Evaluation(corpus.root, policy.spec, toolchain.version, jobs, setting=setting.name)
+    start = time.monotonic()
+
+    def key_of(program: Program) -> Optional[str]:
+        try:
+            parts = [BaselineCache.key(m, toolchain, False) for m in program.members(corpus)]
+        except (OSError, CorpusError):
+            return None
+        return program_key(parts, program, setting)
+
+    with tempfile.TemporaryDirectory(prefix="mlbridge-eval-") as work, \
+            cf.ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="mlbridge-eval") as pool:
+        def baseline(program: Program) -> "tuple[CompileResult, bool]":
+            key = key_of(program) if cache is not None else None
+            cached = cache.get(key) if cache is not None and key is not None else None
+            if cached is not None:
+                return CompileResult(program.name, ok=True, text_bytes=cached, command="(cached)"), True
+            r = build_program(corpus, program, OZ, setting, work, toolchain, base_opts, tag="oz", keep=where)
+            if r.ok and key is not None and cache is not None:
+                cache.put(key, int(r.text_bytes))  # type: ignore[arg-type]
+            return r, False
+
+        def policy_run(program: Program) -> CompileResult:
+            return build_program(corpus, program, policy, setting, work, toolchain, options, tag="policy", keep=where)
+
+        jobs_of = {p.name: (pool.submit(baseline, p),
+                            None if policy.kind == "oz" else pool.submit(policy_run, p)) for p in programs}
+        try:
+            for p in programs:
+                bfut, pfut = jobs_of[p.name]
+                base, cached = bfut.result()
+                pol = base if pfut is None else pfut.result()
+                score = ModuleScore(p.name, base, pol, baseline_cached=cached)
+                if where and score.ok and base.object_path and pol.object_path:
+                    try:
+                        score.functions = compare_functions(p.name, base.object_path, pol.object_path)
+                    except (ElfError, OSError):
+                        score.functions = None
+                result.scores.append(score)
+                if on_done is not None:
+                    on_done(score)
+        except BaseException:
+            for b, pf in jobs_of.values():
+                b.cancel()
+                if pf is not None:
+                    pf.cancel()
+            raise
+    result.wall_seconds = time.monotonic() - start
+    return result

@@ -129,7 +129,8 @@ class _Child:
 def run_compiler(cmd: Sequence[Any], policy: Policy, *, server: Optional[PipeServer] = None,
                  format: str = "auto", timeout: Optional[float] = 60.0,
                  env: Optional[Mapping[str, str]] = None, cwd: Optional[str] = None) -> CompileResult:
-    """Run ``cmd`` (``{base}`` in an argument is replaced by the channel base)
+    """Run ``cmd`` (``{base}`` in an argument or an ``env`` value is replaced by
+    the channel base)
     and answer its decisions with ``policy`` until it exits.
 
     The child gets no stdin and its own process group; the whole group is
@@ -149,6 +150,8 @@ def run_compiler(cmd: Sequence[Any], policy: Policy, *, server: Optional[PipeSer
     child: Optional[_Child] = None
     try:
         args = [str(a).replace("{base}", srv.base) for a in cmd]
+        if env is not None:   # a linker takes the plugin's channel from its environment
+            env = {k: str(v).replace("{base}", srv.base) for k, v in env.items()}
         child = _Child(args, env, cwd)
 
         def watchdog() -> None:

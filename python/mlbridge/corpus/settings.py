@@ -1,0 +1,235 @@
+"""Whole-program settings: where a policy's inlining is measured.
+
+``objects``   every module compiled alone, its object's ``.text`` (what MLGO's
+              trainers score per module);
+``linked``    the modules compiled with ``-ffunction-sections -fdata-sections``
+              and linked by ``ld.lld-19 --gc-sections`` into the programs the
+              project ships (``programs.json``): the linked file's ``.text``;
+``lto``       full LTO: each module through the pre-link pipeline
+              (``-flto=full``, the policy deciding there) and the link's LTO
+              backend in ``ld.lld-19`` (the plugin loaded into the linker,
+              the policy deciding again on the merged program).
+
+The ``-Oz`` baseline of a setting is the same compiles and the same link
+without the plugin. Only the linker or LTO can delete a function once its last
+call is inlined, so ``linked`` and ``lto`` show what ships; ``objects`` sums
+bytes that the link would drop (docs/training.md, "Where the room is").
+
+The plugin inside lld: lld parses ``-mllvm`` options before it loads plugins,
+so the runner is chosen with the plugin's ``MLBRIDGE_INLINE_*`` environment
+variables (docs/llvm-plugin.md). Its report lines are read back from the
+linker's stderr exactly as from clang's (``plugin_verdict``): a fallback or a
+plugin that never decided fails the program, never scores as ``-Oz``.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+import shlex
+import subprocess
+import time
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from .compile import (CompileOptions, CompileResult, CompileSetupError, Policy, Toolchain, compile_module,
+                      plugin_verdict, _last_lines)
+from .elf import ElfError, defined_dynamic_symbols, text_size
+from .layout import Corpus, CorpusError, Module
+from .programs import Program
+
+SETTINGS = ("objects", "linked", "lto")
+#: a link slower than this is reported as timed out (full LTO of a large C++ program)
+LINK_TIMEOUT = 1800.0
+_SECTIONS = ("-ffunction-sections", "-fdata-sections")
+
+
+@dataclass(frozen=True)
+class Setting:
+    name: str
+
+    @staticmethod
+    def parse(name: str) -> "Setting":
+        if name not in SETTINGS:
+            raise CompileSetupError(f"--setting {name!r}: expected one of {', '.join(SETTINGS)}")
+        return Setting(name)
+
+    @property
+    def whole_program(self) -> bool:
+        return self.name != "objects"
+
+    @property
+    def lto(self) -> bool:
+        return self.name == "lto"
+
+    def compile_options(self, program: Program, base: CompileOptions) -> CompileOptions:
+        """How each member of PROGRAM is compiled in this setting. A shared
+        library's code must be position independent, not merely position
+        independent for an executable: the recorded ``-pic-is-pie`` is dropped."""
+        args: Tuple[str, ...] = _SECTIONS + (("-flto=full", "-flto-unit") if self.lto else ())
+        drop = ("-pic-is-pie",) if program.kind == "shared" else ()
+        return dataclasses.replace(base, setting_args=args, setting_drop=drop, bitcode=self.lto,
+                                   keep_objects=True)
+
+
+def find_lld(clang: str) -> str:
+    """ld.lld next to clang (Debian's /usr/lib/llvm-19/bin), the one clang's
+    -fuse-ld=lld runs; CompileSetupError naming the package if it is missing."""
+    real = os.path.realpath(clang)
+    cand = os.path.join(os.path.dirname(real), "ld.lld")
+    if os.access(cand, os.X_OK):
+        return cand
+    raise CompileSetupError(f"ld.lld not found beside {real} (install lld-19): the linked and lto settings link "
+                            "with it")
+
+
+def opt_level(module: Module) -> str:
+    """The module's recorded optimization level (-Oz, -O2, ...), for the LTO link."""
+    try:
+        levels = [a for a in module.command() if a.startswith("-O") and len(a) <= 4]
+    except (CorpusError, OSError):
+        levels = []
+    return levels[-1] if levels else "-O2"
+
+
+def version_script(program: Program, path: str) -> str:
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("{\n  global:\n" + "".join(f"    {p};\n" for p in program.exports) + "  local: *;\n};\n")
+    return path
+
+
+def link_command(program: Program, inputs: Sequence[str], out: str, toolchain: Toolchain, setting: Setting,
+                 policy: Policy, opt: str, script: Optional[str]) -> Tuple[List[str], Dict[str, str]]:
+    """The clang driver line that links PROGRAM with lld, and the environment
+    that chooses the plugin's runner inside the linker (lto with a policy)."""
+    cmd = [toolchain.clang, "-fuse-ld=lld", "-Wl,--gc-sections"]
+    if setting.lto:
+        cmd += ["-flto=full", opt, *_SECTIONS]
+    if program.kind == "shared":
+        cmd += ["-shared", f"-Wl,--version-script={script}"]
+    env: Dict[str, str] = {}
+    if setting.lto and policy.uses_plugin:
+        if not toolchain.plugin:
+            raise CompileSetupError(f"policy {policy.spec} needs the mlbridge LLVM plugin")
+        cmd.append(f"-Wl,--load-pass-plugin={toolchain.plugin}")
+        env["MLBRIDGE_INLINE_STATS"] = "1"
+        if policy.kind == "onnx":
+            env.update(MLBRIDGE_INLINE_RUNNER="onnx", MLBRIDGE_INLINE_MODEL=str(policy.model))
+        else:
+            from .compile import PIPE_DECISION_TIMEOUT_MS
+            env.update(MLBRIDGE_INLINE_RUNNER="pipe", MLBRIDGE_INLINE_CHANNEL="{base}",
+                       MLBRIDGE_INLINE_TIMEOUT_MS=str(PIPE_DECISION_TIMEOUT_MS))
+    cmd += list(inputs) + [f"-l{lib}" for lib in program.libs] + ["-o", out]
+    return cmd, env
+
+
+def _run(cmd: List[str], env: Dict[str, str], policy: Policy, timeout: float, cwd: str
+         ) -> Tuple[Optional[int], str, bool]:
+    """(exit code or None, stderr, timed out) of a link; a Python policy answers
+    the linker's decisions over the plugin's pipes."""
+    if policy.kind == "python" and env:
+        from ..transport.supervise import run_compiler
+        r = run_compiler(cmd, policy.fn, timeout=timeout, env=env, cwd=cwd)
+        return r.returncode, r.stderr.decode(errors="replace"), r.timed_out
+    try:
+        p = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout, env=env, cwd=cwd)
+        return p.returncode, p.stderr.decode(errors="replace"), False
+    except subprocess.TimeoutExpired as exc:
+        err = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else ""
+        return None, err, True
+
+
+def build_program(corpus: Corpus, program: Program, policy: Policy, setting: Setting, work: str,
+                  toolchain: Toolchain, options: CompileOptions, *, tag: str = "",
+                  keep: bool = False) -> CompileResult:
+    """Compiles PROGRAM's modules under POLICY in SETTING, links them and measures
+    the linked file's .text. Returns a CompileResult named after the program
+    (``ok=False`` with the reason when a member, the link or a check fails).
+    KEEP: leave the linked file (``object_path``) for the caller."""
+    res = CompileResult(program.name, ok=False)
+    start = time.monotonic()
+    folder = os.path.join(work, f"{program.name}.{tag or policy.kind}")
+    os.makedirs(folder, exist_ok=True)
+    made: List[str] = []
+    try:
+        members = program.members(corpus)
+        opts = setting.compile_options(program, options)
+        decisions = 0
+        for m in members:
+            r = compile_module(m, policy, folder, toolchain, opts, tag=tag)
+            if r.object_path:
+                made.append(r.object_path)
+            if not r.ok:
+                res.error, res.command, res.timed_out, res.stderr = (f"module {m.name}: {r.error}", r.command,
+                                                                      r.timed_out, r.stderr)
+                return res
+            decisions += r.decisions or 0
+        out = os.path.join(folder, program.name)
+        script = version_script(program, os.path.join(folder, "exports.map")) if program.kind == "shared" else None
+        env_add: Dict[str, str]
+        cmd, env_add = link_command(program, made, out, toolchain, setting, policy, opt_level(members[0]), script)
+        env = dict(options.environ)
+        env.update(env_add)
+        res.command = " ".join(f"{k}={shlex.quote(v)}" for k, v in env_add.items()) + (" " if env_add else "")
+        res.command += shlex.join(cmd)
+        rc, stderr, res.timed_out = _run(cmd, env, policy, max(options.timeout, LINK_TIMEOUT), folder)
+        res.stderr = stderr
+        if res.timed_out:
+            res.error = "the link timed out"
+            return res
+        if rc != 0:
+            res.error = f"the link failed (exit {rc}): {_last_lines(stderr)}"
+            return res
+        if setting.lto:
+            res.error, link_decisions = plugin_verdict(stderr, policy)
+            if res.error is not None:
+                res.error = f"in the linker: {res.error}"
+                return res
+            decisions += link_decisions or 0
+        if policy.uses_plugin:
+            res.decisions = decisions
+        if program.kind == "shared":
+            res.error = _check_exports(program, out)
+            if res.error is not None:
+                return res
+        res.text_bytes = text_size(out)
+        res.ok = True
+        if keep:
+            res.object_path = out
+        return res
+    except (CorpusError, OSError, ElfError) as exc:
+        res.error = str(exc)
+        return res
+    finally:
+        res.seconds = time.monotonic() - start
+        for path in made:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+        if not res.object_path:
+            try:
+                os.unlink(os.path.join(folder, program.name))
+            except OSError:
+                pass
+
+
+def _check_exports(program: Program, linked: str) -> Optional[str]:
+    """An export pattern that matches no symbol of the linked library is a
+    stale or wrong description: the library would not be what ships."""
+    import fnmatch
+    names = defined_dynamic_symbols(linked)
+    for pat in program.exports:
+        if not any(fnmatch.fnmatchcase(n, pat) for n in names):
+            return f"export {pat!r} of program {program.name} matches no symbol the link defines"
+    return None
+
+
+def program_key(corpus_key_parts: Sequence[str], program: Program, setting: Setting) -> str:
+    """The cache key of a program's -Oz size: the setting, the program's
+    description and every member's module key (bitcode, command, clang)."""
+    h = hashlib.sha256()
+    h.update(f"program\0{setting.name}\0{program.as_dict()!r}\0".encode())
+    for part in corpus_key_parts:
+        h.update(part.encode() + b"\0")
+    return h.hexdigest()
