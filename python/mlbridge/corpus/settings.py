@@ -72,14 +72,18 @@ class Setting:
                                    keep_objects=True)
 
 
-def find_lld(clang: str) -> str:
-    """ld.lld next to clang (Debian's /usr/lib/llvm-19/bin), the one clang's
-    -fuse-ld=lld runs; CompileSetupError naming the package if it is missing."""
-    real = os.path.realpath(clang)
-    cand = os.path.join(os.path.dirname(real), "ld.lld")
-    if os.access(cand, os.X_OK):
-        return cand
-    raise CompileSetupError(f"ld.lld not found beside {real} (install lld-19): the linked and lto settings link "
+def find_lld(clang: str, timeout: float = 30.0) -> str:
+    """The ld.lld that clang's -fuse-ld=lld runs (clang -print-prog-name, which
+    looks where the driver does); CompileSetupError naming the package if none."""
+    try:
+        p = subprocess.run([clang, "-print-prog-name=ld.lld"], stdin=subprocess.DEVNULL, capture_output=True,
+                           text=True, timeout=timeout)
+        found = p.stdout.strip() if p.returncode == 0 else ""
+    except (OSError, subprocess.TimeoutExpired):
+        found = ""
+    if os.path.isabs(found) and os.access(found, os.X_OK):
+        return found
+    raise CompileSetupError(f"ld.lld not found by {clang} (install lld-19): the linked and lto settings link "
                             "with it")
 
 

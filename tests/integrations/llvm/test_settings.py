@@ -1,0 +1,158 @@
+"""Whole-program settings with the real linker: programs linked by ld.lld with
+--gc-sections and with full LTO, the plugin loaded into lld's LTO backend, and
+every way the linker can leave the policy out (a model it cannot load, a plugin
+it never ran, a link that fails, an export list naming nothing) a failed
+program, never an -Oz size."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import PLUGIN, ROOT, model
+
+sys.path.insert(0, os.path.join(ROOT, "tests", "python", "helpers"))
+import mini_corpus  # noqa: E402
+
+from mlbridge.corpus import layout, settings  # noqa: E402
+from mlbridge.corpus.compile import CompileOptions, Policy, Toolchain  # noqa: E402
+from mlbridge.corpus.evaluate import evaluate  # noqa: E402
+from mlbridge.corpus.programs import Program, write_programs  # noqa: E402
+from mlbridge.corpus.settings import Setting, build_program  # noqa: E402
+
+SOURCES = [os.path.join(ROOT, "tests", "corpus", f) for f in ("bits.c", "geom.c", "strhash.c")]
+LIB = Program("libdemo.so", "shared", ("*",), ("bits_demo", "geom_demo", "strhash_demo"), ("m",))
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> str:
+    root = mini_corpus.make_corpus(str(tmp_path_factory.mktemp("c") / "corpus"), SOURCES)
+    write_programs(root, [LIB])
+    return root
+
+
+@pytest.fixture(scope="module")
+def toolchain() -> Toolchain:
+    return Toolchain.find(plugin=PLUGIN, need_plugin=True)
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+    return subprocess.run([sys.executable, "-m", "mlbridge.cli.corpus_evaluate", *args, "--plugin", PLUGIN,
+                           "--no-cache", "-q", "--json"], capture_output=True, text=True, timeout=600, env=env,
+                          stdin=subprocess.DEVNULL)
+
+
+@pytest.mark.parametrize("setting", ["linked", "lto"])
+def test_never_inlining_is_measured_on_the_linked_program(corpus, setting):
+    p = cli(corpus, "--policy", model("never.onnx"), "--setting", setting)
+    assert p.returncode == 0, p.stderr
+    data = json.loads(p.stdout)
+    assert data["setting"] == setting
+    (prog,) = data["modules"]
+    assert prog["module"] == "libdemo.so" and prog["ok"]
+    assert prog["policy_text"] != prog["oz_text"] and prog["decisions"] > 0
+
+
+def test_settings_measure_what_ships(corpus, toolchain, tmp_path):
+    """The linked file exports the API only (the version script held), and its
+    .text is the linked file's, not the sum of the objects."""
+    c = layout.load(corpus)
+    oz = Policy.parse("oz")
+    objects = evaluate(c, oz, toolchain, jobs=2).totals()["oz_text"]
+    linked = build_program(c, LIB, oz, Setting("linked"), str(tmp_path), toolchain, CompileOptions(), keep=True)
+    assert linked.ok, linked.error
+    from mlbridge.corpus.elf import defined_dynamic_symbols
+    exported = defined_dynamic_symbols(linked.object_path)
+    assert set(LIB.exports) <= exported and "bits_leaf" not in exported   # the version script held
+    assert linked.text_bytes > 0 and linked.text_bytes != objects
+
+
+def test_policy_decides_inside_the_linker(corpus, toolchain, tmp_path):
+    """In lto, the plugin loaded by lld reports its own decisions: the merged
+    program is inlined by the policy too, not only the pre-link modules."""
+    c = layout.load(corpus)
+    r = build_program(c, LIB, Policy.parse(model("never.onnx")), Setting("lto"), str(tmp_path), toolchain,
+                      CompileOptions())
+    assert r.ok, r.error
+    assert "MLBRIDGE_INLINE_RUNNER=onnx" in r.command and "--load-pass-plugin=" in r.command
+    assert any(ln.startswith("mlbridge: inliner: ") for ln in r.stderr.splitlines()), r.stderr
+
+
+def test_python_policy_answers_the_linker_over_pipes(corpus, toolchain, tmp_path):
+    asked = []
+
+    def never(obs):
+        asked.append(1)
+        return np.int64(0)
+
+    c = layout.load(corpus)
+    pol = Policy("python", "python:test:never", fn=never)
+    r = build_program(c, LIB, pol, Setting("lto"), str(tmp_path), toolchain, CompileOptions())
+    assert r.ok, r.error
+    assert r.decisions == len(asked) > 0
+    assert any(ln.startswith("mlbridge: inliner: ") for ln in r.stderr.splitlines())
+
+
+def test_a_model_the_linker_cannot_load_fails_the_program(corpus, toolchain, tmp_path, monkeypatch):
+    """Pre-link with a good model; the linker gets a broken one: its fallback
+    to the stock inliner is reported, not scored."""
+    bad = tmp_path / "bad.onnx"
+    bad.write_bytes(b"not a model")
+    real = settings.link_command
+
+    def broken_model(program, inputs, out, tc, setting, policy, opt, script):
+        cmd, env = real(program, inputs, out, tc, setting, policy, opt, script)
+        return cmd, dict(env, MLBRIDGE_INLINE_MODEL=str(bad))
+
+    monkeypatch.setattr(settings, "link_command", broken_model)
+    r = build_program(layout.load(corpus), LIB, Policy.parse(model("never.onnx")), Setting("lto"), str(tmp_path),
+                      toolchain, CompileOptions())
+    assert not r.ok and r.error.startswith("in the linker: the policy was not used"), r.error
+    assert str(bad) in r.error
+
+
+def test_a_linker_without_the_plugin_fails_the_program(corpus, toolchain, tmp_path, monkeypatch):
+    real = settings.link_command
+
+    def no_plugin(*a):
+        cmd, env = real(*a)
+        return [x for x in cmd if "load-pass-plugin" not in x], env
+
+    monkeypatch.setattr(settings, "link_command", no_plugin)
+    r = build_program(layout.load(corpus), LIB, Policy.parse(model("never.onnx")), Setting("lto"), str(tmp_path),
+                      toolchain, CompileOptions())
+    assert not r.ok and "in the linker: the plugin did not report" in r.error, r.error
+
+
+def test_stale_export_and_failed_link_are_failures(corpus, toolchain, tmp_path):
+    c = layout.load(corpus)
+    oz = Policy.parse("oz")
+    stale = Program("libstale.so", "shared", ("*",), ("bits_demo", "no_such_api_*"))
+    r = build_program(c, stale, oz, Setting("linked"), str(tmp_path), toolchain, CompileOptions())
+    assert not r.ok and "no_such_api_*" in r.error and "matches no symbol" in r.error
+    nomain = Program("tool", "executable", ("*",))
+    r = build_program(c, nomain, oz, Setting("lto"), str(tmp_path), toolchain, CompileOptions())
+    assert not r.ok and r.error.startswith("the link failed"), r.error
+    assert not os.path.exists(os.path.join(str(tmp_path), "tool.oz", "tool"))
+
+
+def test_cli_errors_in_one_line(corpus, tmp_path):
+    """No programs.json, and a clang with no lld beside it: usage errors (exit 2)."""
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    for f in os.listdir(corpus):
+        if f != "programs.json":
+            os.symlink(os.path.join(corpus, f), bare / f)
+    p = cli(str(bare), "--policy", "oz", "--setting", "lto")
+    assert p.returncode == 2 and "no programs.json" in p.stderr and "Traceback" not in p.stderr
+    fake = tmp_path / "clang"   # a clang whose driver finds no ld.lld
+    fake.write_text('#!/bin/sh\ncase "$1" in --version) echo "clang version 19";; *) echo ld.lld;; esac\n')
+    fake.chmod(0o755)
+    p = cli(corpus, "--policy", "oz", "--setting", "linked", "--clang", str(fake))
+    assert p.returncode == 2 and "ld.lld not found" in p.stderr, p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1
