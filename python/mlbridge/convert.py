@@ -353,8 +353,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     """`mlbridge convert MODEL -o model.onnx` (the lead wires the sub-command)."""
     import argparse
 
-    ap = argparse.ArgumentParser(prog="mlbridge convert", description="Convert a TensorFlow SavedModel or .tflite "
-                                 "file to ONNX for mlbridge's engine and mlbridge-aot (checked on random inputs).")
+    class _Parser(argparse.ArgumentParser):
+        def error(self, message: str) -> None:   # one line (no usage block), exit code 2, as every command
+            self.exit(2, f"mlbridge convert: error: {message}\n")
+
+    ap = _Parser(prog="mlbridge convert", description="Convert a TensorFlow SavedModel or .tflite "
+                 "file to ONNX for mlbridge's engine and mlbridge-aot (checked on random inputs).")
     ap.add_argument("model", help="SavedModel folder, .tflite file, or LLVM model folder (model.tflite)")
     ap.add_argument("-o", "--output", required=True, help="the .onnx file to write")
     ap.add_argument("--opset", type=int, default=DEFAULT_OPSET)

@@ -72,8 +72,8 @@ def summarize(path: str) -> Dict[str, Any]:
         if vals:
             v = np.concatenate(vals)
             out["decisions"][name] = {str(k): int(c) for k, c in zip(*np.unique(v, return_counts=True))}
-    names = {s.name for s in log.features}
-    if {"inlining_decision", "inlining_default"} <= names:
+    shapes = {s.name: s.shape for s in log.features}
+    if "inlining_decision" in shapes and shapes["inlining_decision"] == shapes.get("inlining_default"):
         out["decisions"]["agree_with_default"] = sum(
             int((t.features["inlining_decision"] == t.features["inlining_default"]).sum()) for t in log.trajectories)
     reward: Dict[str, Any] = {"delta_size": log.module_score()}
@@ -122,6 +122,9 @@ def show(args: argparse.Namespace) -> int:
 
 
 def export(args: argparse.Namespace) -> int:
+    """Every log read, then the output written under a temporary name and
+    renamed. A malformed log is skipped with its reason (exit code 1); when no
+    log could be read, nothing is written (no empty output, no new folder)."""
     from ..core.errors import MLBridgeError
     from ..llvm import log_export as lx
     from ..llvm.training_log import read_training_log
@@ -131,37 +134,83 @@ def export(args: argparse.Namespace) -> int:
             import pyarrow  # noqa: F401
         except ImportError:
             raise UsageError("--format parquet needs pyarrow (python3 -m pip install pyarrow)") from None
-    if os.path.exists(args.output) and not os.path.isdir(args.output):
+    if os.path.lexists(args.output) and not os.path.isdir(args.output):
         raise UsageError(f"{args.output}: exists and is not a folder")
+    made = _new_folders(args.output)
     os.makedirs(args.output, exist_ok=True)
-    mode = lx.choose_reward_mode(paths, args.reward)
-    sink = lx.SINKS[args.format](args.output)
+    sink: Any = None
     failed: List[Dict[str, str]] = []
     empty: List[str] = []
     steps = 0
-    with Progress(len(paths), "export", quiet=args.quiet or args.json, unit="log") as prog:
-        for path in paths:
-            try:
-                trajs = lx.trajectories(read_training_log(path), mode)
-            except (MLBridgeError, OSError, ValueError) as exc:
-                failed.append({"log": path, "error": str(exc)})
-                prog.write(f"mlbridge: {path}: skipped: {exc}")
-                prog.update(1)
-                continue
-            if not trajs:
-                empty.append(path)
-            for t in trajs:
-                sink.add(t)
-                steps += t.steps
-            prog.update(1, postfix=os.path.basename(path))
-    outputs = sink.close()
-    result = {"logs": len(paths), "records": sink.records, "steps": steps, "reward": mode,
-              "format": args.format, "outputs": outputs, "without_steps": empty, "failed": failed}
+    try:
+        mode = lx.choose_reward_mode(paths, args.reward)
+        sink = lx.SINKS[args.format](args.output)
+        with Progress(len(paths), "export", quiet=args.quiet or args.json, unit="log") as prog:
+            for path in paths:
+                try:
+                    trajs = lx.trajectories(read_training_log(path), mode)
+                except (MLBridgeError, OSError, ValueError) as exc:
+                    reason = str(exc) if path in str(exc) else f"{path}: {exc}"
+                    failed.append({"log": path, "error": reason})
+                    if len(paths) > 1:   # one log: its reason is the command's error, below
+                        line = f"mlbridge: {reason} (skipped)"
+                        if prog.quiet:   # --quiet silences progress, not errors
+                            print(line, file=sys.stderr)
+                        else:
+                            prog.write(line)
+                    prog.update(1)
+                    continue
+                if not trajs:
+                    empty.append(path)
+                for t in trajs:
+                    sink.add(t)
+                    steps += t.steps
+                prog.update(1, postfix=os.path.basename(path))
+        records = sink.records
+        if len(failed) == len(paths):   # nothing read: nothing written
+            sink.abort()
+            _remove_new_folders(made)
+            outputs: List[str] = []
+        else:
+            outputs = sink.close()
+    except BaseException:
+        if sink is not None:
+            sink.abort()
+        _remove_new_folders(made)
+        raise
+    result = {"logs": len(paths), "records": records if outputs else 0, "steps": steps if outputs else 0,
+              "reward": mode, "format": args.format, "outputs": outputs, "without_steps": empty, "failed": failed}
     if args.json:
         print(json.dumps(result, indent=1))
-    elif not args.quiet:
-        print(f"{sink.records} trajectories, {steps} steps from {len(paths) - len(failed)} of {len(paths)} logs "
+    if not outputs:
+        what = failed[0]["error"] if len(paths) == 1 else f"none of the {len(paths)} logs could be read"
+        print(f"mlbridge: error: {what}; nothing written", file=sys.stderr)
+        return 1
+    if not args.json and not args.quiet:
+        print(f"{records} trajectories, {steps} steps from {len(paths) - len(failed)} of {len(paths)} logs "
               f"(reward: {mode}) -> {', '.join(outputs)}")
         if empty:
             print(f"{len(empty)} log(s) without any step (no call site) wrote no record", file=sys.stderr)
     return 1 if failed else 0
+
+
+def _new_folders(path: str) -> List[str]:
+    """The folders ``os.makedirs(path)`` would make, deepest first."""
+    out: List[str] = []
+    p = os.path.abspath(path)
+    while not os.path.lexists(p):
+        out.append(p)
+        parent = os.path.dirname(p)
+        if parent == p:
+            break
+        p = parent
+    return out
+
+
+def _remove_new_folders(made: List[str]) -> None:
+    """Removes the folders this run made, if they are still empty."""
+    for d in made:
+        try:
+            os.rmdir(d)
+        except OSError:
+            return

@@ -126,14 +126,21 @@ def run_train(args: argparse.Namespace) -> int:
     if args.ray and args.algo != "es":
         raise UsageError("--ray runs ES's compiles; PPO's sampling policy answers in this process")
     corpora = _load_corpora(args.corpora)
-    try:
-        tc = Toolchain.find(args.clang, args.plugin, need_plugin=True)
-    except CompileSetupError as exc:
-        raise UsageError(str(exc)) from None
     cfg = TrainConfig(algo=args.algo, hidden=_hidden(args.hidden), modules_per_step=args.modules_per_step,
                       jobs=args.jobs, seed=args.seed, pairs=args.pairs, sigma=args.sigma, lr=args.lr,
                       steps=args.steps, budget_s=None if args.minutes is None else 60 * args.minutes,
                       eval_every=args.eval_every, timeout=args.timeout)
+    # The run folder and what it resumes from, before the first compile.
+    if os.path.lexists(args.out) and not os.path.isdir(args.out):
+        raise UsageError(f"{args.out}: exists and is not a folder (-o names the run folder)")
+    resuming = _check_checkpoint(args.out, cfg)
+    init_file = None
+    if not resuming and args.init not in ("zero", "oz"):
+        init_file = _load_policy_file(args.init, "--init")
+    try:
+        tc = Toolchain.find(args.clang, args.plugin, need_plugin=True)
+    except CompileSetupError as exc:
+        raise UsageError(str(exc)) from None
     modules = corpus_modules(corpora)
     with Progress(len(modules), "-Oz baseline", quiet=args.quiet, unit="module") as bar:
         baseline = {}
@@ -159,10 +166,7 @@ def run_train(args: argparse.Namespace) -> int:
             os.makedirs(args.out, exist_ok=True)
             init.save(os.path.join(args.out, "init.json"))
         else:
-            try:
-                init = MLPPolicy.load(args.init)
-            except (OSError, ValueError, KeyError) as exc:
-                raise UsageError(f"--init {args.init}: not a policy file ({exc})") from None
+            init = init_file
     bar = Progress(cfg.steps, f"train ({cfg.algo})", quiet=args.quiet, unit="step")
 
     def progress(rec: Any) -> None:
@@ -191,6 +195,77 @@ def run_train(args: argparse.Namespace) -> int:
               f"best on the training set: {100 * summary['best_train_total_reward']:+.2f}% .text vs -Oz; "
               f"policy: {summary['policy']}")
     return 0
+
+
+def _reason(exc: BaseException) -> str:
+    """One line on why a run file could not be read."""
+    if isinstance(exc, KeyError):
+        text = f"no {exc.args[0]!r} in it" if exc.args else "a key is missing"
+    elif isinstance(exc, OSError):
+        text = f"cannot read it: {exc.strerror or exc}"
+    elif isinstance(exc, json.JSONDecodeError):
+        text = f"not JSON ({exc})"
+    elif isinstance(exc, RecursionError):
+        text = "not JSON (nested too deep)"
+    else:
+        text = f"{type(exc).__name__}: {exc}"
+    return " ".join(text.split())[:300]
+
+
+def _read_history(run_dir: str) -> List[Dict[str, Any]]:
+    """RUN/history.jsonl as the trainer wrote it; a damaged one is a one-line error naming it."""
+    from ..train.report import history_problem
+    from ..train.size_trainer import read_history
+    path = os.path.join(run_dir, "history.jsonl")
+    try:
+        history = read_history(run_dir)
+    except Exception as exc:   # not JSON, not UTF-8, a folder...
+        raise UsageError(f"{path}: damaged history ({_reason(exc)})") from None
+    problem = history_problem(history)
+    if problem is not None:
+        raise UsageError(f"{path}: damaged history ({problem})")
+    return history
+
+
+def _load_policy_file(path: str, opt: str) -> Any:
+    from ..train.policy import MLPPolicy
+    try:
+        return MLPPolicy.load(path)
+    except Exception as exc:   # whatever the file holds: one line, not a traceback
+        raise UsageError(f"{opt} {path}: not a policy file ({_reason(exc)})") from None
+
+
+def _check_checkpoint(out: str, cfg: Any) -> bool:
+    """Whether RUN holds a checkpoint (state.json) to resume from. It is read
+    here, before any compile, by the very code that resumes from it
+    (``SizeTrainer._resume``) and checked for what the trainer assumes; a
+    damaged one is a one-line error naming it, and is left as it is (never
+    rewritten: it may be the only copy of hours of training)."""
+    path = os.path.join(out, "state.json")
+    if not os.path.lexists(path):
+        return False
+    from types import SimpleNamespace
+
+    from ..llvm.inliner_features import FEATURES
+    from ..train.size_trainer import SizeTrainer
+    probe: Any = SimpleNamespace(state_path=path, cfg=cfg)
+    try:
+        SizeTrainer._resume(probe)
+        pol = probe.policy
+        if (probe.es is None) == (probe.ppo is None):
+            problem = "it holds neither an ES nor a PPO state" if probe.es is None else "it holds an ES and a PPO state"
+        elif not pol.names or not set(pol.names) <= set(FEATURES):
+            problem = f"its policy's features {pol.names[:5]!r} are not the inliner's"
+        elif probe.es is not None and probe.es.mean.size != pol.params.size:
+            problem = f"its ES state has {probe.es.mean.size} parameters, its policy {pol.params.size}"
+        elif probe.step < 0 or probe.total_compiles < 0:
+            problem = "negative step or compile count"
+        else:
+            return True
+    except Exception as exc:   # whatever the resume code raises on this file
+        problem = _reason(exc)
+    raise UsageError(f"{path}: damaged checkpoint ({problem}); left as it is: restore it, or move it away "
+                     "to start a new run")
 
 
 def run_search_cmd(args: argparse.Namespace) -> int:
@@ -284,12 +359,11 @@ def run_report(args: argparse.Namespace) -> int:
     from ..corpus.compile import CompileSetupError, Policy, Toolchain
     from ..corpus.evaluate import BaselineCache, default_cache_dir, evaluate
     from ..train.report import write_report
-    from ..train.size_trainer import read_history
 
     model = os.path.join(args.run_dir, "policy.onnx")
     if not os.path.exists(model):
         raise UsageError(f"{args.run_dir}: no policy.onnx (has the run evaluated a policy yet?)")
-    history = read_history(args.run_dir)
+    history = _read_history(args.run_dir)
     results: Dict[str, Dict[str, Dict[str, int]]] = {}
     splits: Dict[str, str] = {}
     corpora = [(c, "train") for c in _load_corpora(args.train)] + [(c, "eval") for c in _load_corpora(args.eval)]

@@ -19,6 +19,7 @@ stamp file in the output records each input's size and mtime).
 """
 from __future__ import annotations
 
+import errno
 import json
 import os
 import pathlib
@@ -375,13 +376,26 @@ def _load_stamp(out: str, opts: Options) -> Dict[str, Any]:
     return stamp
 
 
+def _make_output_folder(out: str) -> None:
+    """OUT, made if needed; a file (or a dangling link) there is the user's
+    mistake, said in one line (NotADirectoryError: the command's exit code 2),
+    and nothing is written."""
+    if os.path.lexists(out) and not os.path.isdir(out):
+        raise NotADirectoryError(errno.ENOTDIR, "the corpus folder to write (-o) exists and is not a folder", out)
+    try:
+        os.makedirs(out, exist_ok=True)
+    except FileExistsError:   # made a file in between
+        raise NotADirectoryError(errno.ENOTDIR, "the corpus folder to write (-o) exists and is not a folder",
+                                 out) from None
+
+
 def extract(sources: Sequence[Source], out: str, *, options: Options = Options(),
             jobs: Optional[int] = None, global_command_override: Optional[Sequence[str]] = None,
             pre_outcomes: Iterable[Outcome] = (),
             on_done: Optional[Callable[[Outcome], None]] = None) -> Report:
     """Extracts every source into the corpus OUT and writes its description.
     ``pre_outcomes`` are findings of the input scan (skipped/failed entries) to report."""
-    os.makedirs(out, exist_ok=True)
+    _make_output_folder(out)
     pattern = re.compile(options.cmd_filter) if options.cmd_filter else None
     stamp = _load_stamp(out, options)
     old_modules: Dict[str, Any] = stamp.get("modules", {})

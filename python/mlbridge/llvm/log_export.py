@@ -87,9 +87,18 @@ class TFRecordSink:
         self.records += 1
 
     def close(self) -> List[str]:
-        self._f.close()
-        os.replace(self.path + ".tmp", self.path)
+        try:
+            self._f.close()
+            os.replace(self.path + ".tmp", self.path)
+        except BaseException:
+            _unlink(self.path + ".tmp")
+            raise
         return [self.path]
+
+    def abort(self) -> None:
+        """Nothing written: the temporary file goes (an earlier export stays)."""
+        self._f.close()
+        _unlink(self.path + ".tmp")
 
 
 class _ColumnSink:
@@ -102,6 +111,10 @@ class _ColumnSink:
     def add(self, t: ExportedTrajectory) -> None:
         self.parts.append(t)
         self.records += 1
+
+    def abort(self) -> None:
+        """Nothing written (the output is only made, under a temporary name, in close())."""
+        self.parts = []
 
     def columns(self) -> Tuple[Dict[str, np.ndarray], Dict[str, np.ndarray]]:
         """(per-step columns, per-trajectory columns)."""
@@ -140,8 +153,12 @@ class NpzSink(_ColumnSink):
     def close(self) -> List[str]:
         steps, per_traj = self.columns()
         tmp = self.path + ".tmp.npz"
-        np.savez(tmp, **steps, **per_traj)
-        os.replace(tmp, self.path)
+        try:
+            np.savez(tmp, **steps, **per_traj)
+            os.replace(tmp, self.path)
+        except BaseException:
+            _unlink(tmp)
+            raise
         return [self.path]
 
 
@@ -168,9 +185,20 @@ class ParquetSink(_ColumnSink):
         for col in ("log", "context"):
             cols[col] = pa.array(per_traj["trajectory_" + col][idx].tolist(), pa.string())
         tmp = self.path + ".tmp"
-        pq.write_table(pa.table(cols), tmp)
-        os.replace(tmp, self.path)
+        try:
+            pq.write_table(pa.table(cols), tmp)
+            os.replace(tmp, self.path)
+        except BaseException:
+            _unlink(tmp)
+            raise
         return [self.path]
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
 
 
 SINKS = {"tfrecord": TFRecordSink, "npz": NpzSink, "parquet": ParquetSink}

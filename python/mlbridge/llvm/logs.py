@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import stat
 from dataclasses import dataclass
 from typing import Any, Dict, Iterator, Optional, Tuple, Union
 
@@ -46,6 +47,8 @@ class LogRecord:
 def _load(path: Union[str, "os.PathLike[str]"]) -> Any:
     # A read-only map: arrays are zero-copy views and big logs are not read at once.
     with open(path, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):   # a device or a pipe: cannot be mapped, may not end
+            raise ProtocolError(f"{os.fspath(path)}: not a regular file")
         try:
             return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
         except ValueError:   # empty file

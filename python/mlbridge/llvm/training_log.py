@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import mmap
 import os
+import stat
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple, Union
 
@@ -80,7 +81,10 @@ class TrainingLog:
         """Sum of the score over every step: the module's ``delta_size``."""
         if self.score is None:
             return None
-        return int(sum(int(t.score.sum()) for t in self.trajectories if t.score is not None))
+        try:
+            return int(sum(int(t.score.sum()) for t in self.trajectories if t.score is not None))
+        except (ValueError, OverflowError):   # a float score holding NaN or infinity
+            raise ProtocolError(f"{self.path}: score {self.score.describe()} is not a finite number") from None
 
 
 def relative_reward(policy_size: float, baseline_size: float) -> float:
@@ -98,6 +102,8 @@ def reward_sidecar(path: PathLike) -> str:
 
 def _load(path: PathLike) -> Any:
     with open(path, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):   # a device or a pipe: cannot be mapped, may not end
+            raise ProtocolError(f"{os.fspath(path)}: not a regular file")
         try:
             return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
         except ValueError:   # empty file
@@ -275,11 +281,11 @@ def _parse(data: Any, path: str) -> TrainingLog:
         try:
             with open(side, encoding="utf-8") as f:
                 sizes = json.load(f)
-        except (OSError, ValueError) as exc:
+        except (OSError, *BAD_JSON) as exc:
             raise ProtocolError(f"{side}: unreadable reward sizes: {exc}") from None
-        if not isinstance(sizes, dict) or not all(isinstance(sizes.get(k), int)
+        if not isinstance(sizes, dict) or not all(type(sizes.get(k)) is int and sizes[k] >= 0
                                                   for k in ("policy_size", "baseline_size")):
-            raise ProtocolError(f"{side}: expected {{\"policy_size\": int, \"baseline_size\": int, ...}}")
+            raise ProtocolError(f"{side}: expected {{\"policy_size\": int >= 0, \"baseline_size\": int >= 0, ...}}")
     return TrainingLog(path, features, score, advice, trajectories, sizes)
 
 

@@ -3,8 +3,9 @@ per-project and per-module .text change against -Oz) that a person reads instead
 of history.jsonl."""
 from __future__ import annotations
 
+import math
 import os
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 
 def _plt() -> Any:
@@ -72,16 +73,63 @@ def project_rows(results: Dict[str, Dict[str, Dict[str, int]]]) -> List[Dict[str
     return rows
 
 
+def _number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def history_problem(history: Sequence[Any]) -> Optional[str]:
+    """Why rows read from history.jsonl cannot be reported, or None: the report
+    plots ``step`` against ``reward`` (and ``train_total_reward`` where a row
+    has it) and sums ``compiles`` and ``wall_s``."""
+    for i, h in enumerate(history, 1):
+        if not isinstance(h, dict):
+            return f"line {i}: not a JSON object"
+        for key in ("step", "reward"):
+            if not _number(h.get(key)):
+                return f"line {i}: {key!r} is {h.get(key)!r}, not a finite number"
+        for key in ("train_total_reward", "wall_s", "compiles"):
+            if key in h and not _number(h[key]):
+                return f"line {i}: {key!r} is {h[key]!r}, not a finite number"
+    return None
+
+
 def write_report(out_dir: str, *, history: Sequence[Dict[str, Any]], summary: Dict[str, Any],
                  results: Optional[Dict[str, Dict[str, Dict[str, int]]]] = None,
                  splits: Optional[Dict[str, str]] = None, title: str = "Training report") -> str:
     """Writes OUT/report.md and its PNGs; returns the report's path. ``splits``
-    names each project's role ("train" / "eval")."""
+    names each project's role ("train" / "eval"). Every file is written under
+    a temporary name and renamed once all are complete: a failure leaves the
+    previous report as it was, and no partial file."""
+    staged: List[Tuple[str, str]] = []
+
+    def stage(name: str) -> str:
+        tmp = os.path.join(out_dir, f".tmp-{os.getpid()}-{name}")   # keeps the extension: the plot's format
+        staged.append((tmp, os.path.join(out_dir, name)))
+        return tmp
+
+    try:
+        path = _write_report(stage, history=history, summary=summary, results=results, splits=splits, title=title)
+        for tmp, final in staged:
+            if os.path.exists(tmp):
+                os.replace(tmp, final)
+    except BaseException:
+        for tmp, _ in staged:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+        raise
+    return path
+
+
+def _write_report(stage: Callable[[str], str], *, history: Sequence[Dict[str, Any]], summary: Dict[str, Any],
+                  results: Optional[Dict[str, Dict[str, Dict[str, int]]]],
+                  splits: Optional[Dict[str, str]], title: str) -> str:
     lines = [f"# {title}", ""]
     for k, v in summary.items():
         lines.append(f"- **{k}**: {v}")
     lines.append("")
-    lc = learning_curve(history, os.path.join(out_dir, "learning_curve.png"))
+    lc = learning_curve(history, stage("learning_curve.png"))
     if lc:
         lines += ["## Learning curve", "", "![learning curve](learning_curve.png)", ""]
     if results:
@@ -99,14 +147,14 @@ def write_report(out_dir: str, *, history: Sequence[Dict[str, Any]], summary: Di
                 lines.append(f"| **total {split}** | | | {oz:,} | {pol:,} | {100.0 * (pol - oz) / oz:+.2f} % | |")
         lines.append("")
         if delta_bars([r["project"] for r in rows], [r["delta_pct"] for r in rows],
-                      os.path.join(out_dir, "per_project.png"), ".text vs -Oz per project"):
+                      stage("per_project.png"), ".text vs -Oz per project"):
             lines += ["![per project](per_project.png)", ""]
         mods = [(f"{p}/{m}", 100.0 * (v["policy"] - v["oz"]) / v["oz"]) for p, ms in results.items()
                 for m, v in ms.items() if v.get("policy") is not None and v.get("oz")]
-        if delta_bars([m for m, _ in mods], [d for _, d in mods], os.path.join(out_dir, "per_module.png"),
+        if delta_bars([m for m, _ in mods], [d for _, d in mods], stage("per_module.png"),
                       ".text vs -Oz per module (best and worst)"):
             lines += ["## Per module", "", "![per module](per_module.png)", ""]
-    path = os.path.join(out_dir, "report.md")
-    with open(path, "w") as f:
+    tmp = stage("report.md")
+    with open(tmp, "w") as f:
         f.write("\n".join(lines))
-    return path
+    return os.path.join(os.path.dirname(tmp), "report.md")
