@@ -2,6 +2,7 @@
 standard library's source as a byte list) before compiling; ``prepare`` does it."""
 import os
 
+from ..programs import Program
 from .recipe import Recipe
 
 
@@ -24,4 +25,7 @@ RECIPE = Recipe(
     exclude=("core/*_test.cpp",),
     include=("include", "core", "third_party/md5", "third_party/json", "third_party/rapidyaml"),
     prepare=_pack_std_jsonnet,
+    split="train",
+    # libjsonnet: the C API of include/libjsonnet.h
+    programs=(Program("libjsonnet.so", "shared", exports=("jsonnet_*",), libs=("stdc++", "m")),),
 )

@@ -1,3 +1,4 @@
+from ..programs import Program
 from .recipe import Recipe
 
 RECIPE = Recipe(
@@ -9,4 +10,6 @@ RECIPE = Recipe(
     # what liberfa's configure writes into config.h
     defines=('PACKAGE_VERSION="2.0.1"', "PACKAGE_VERSION_MAJOR=2", "PACKAGE_VERSION_MINOR=0",
              "PACKAGE_VERSION_MICRO=1", 'SOFA_VERSION="20231011"'),
+    split="train",
+    programs=(Program("liberfa.so", "shared", exports=("era*",), libs=("m",)),),
 )
