@@ -23,9 +23,19 @@ corpus=$(mlbridge corpus build "$project" | tail -1)
 mlbridge corpus info "$corpus" | sed -n 1,12p
 
 echo
-echo "== 2. the shipped policy vs clang-19 -Oz on $project: .text bytes per module, and where the bytes went"
+echo "== 2. the shipped policy vs clang-19 -Oz on $project, per module object (.text bytes; what MLGO trains on)"
 mlbridge corpus evaluate "$corpus" --policy "$root/policies/inline_size/policy.onnx" \
-  --plugin "$root/build/libMLBridgeLLVM.so" --where 8 --plot "$out/$project.png" --csv "$out/$project.csv"
+  --plugin "$root/build/libMLBridgeLLVM.so" --setting objects --rows 8
 echo
-echo "plot: $out/$project.png   per module: $out/$project.csv"
+echo "== 3. the same, on what ships: $project's programs (programs.json) linked by ld.lld-19 --gc-sections"
+mlbridge corpus evaluate "$corpus" --policy "$root/policies/inline_size/policy.onnx" \
+  --plugin "$root/build/libMLBridgeLLVM.so" --setting linked
+echo
+echo "== 4. and with full LTO: the policy decides in each pre-link compile and, loaded into ld.lld-19, in the LTO"
+echo "   backend; the -Oz build uses the same flags and link. Where the bytes went, function by function:"
+mlbridge corpus evaluate "$corpus" --policy "$root/policies/inline_size/policy.onnx" \
+  --plugin "$root/build/libMLBridgeLLVM.so" --setting lto --where 8 --plot "$out/$project.png" --csv "$out/$project.csv"
+echo
+echo "plot: $out/$project.png   per program: $out/$project.csv"
 echo "the policy, its training and its numbers: policies/inline_size/README.md, docs/training.md"
+echo "settings (objects, linked, lto) and programs.json: docs/corpus.md"
