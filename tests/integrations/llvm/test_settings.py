@@ -156,3 +156,15 @@ def test_cli_errors_in_one_line(corpus, tmp_path):
     p = cli(corpus, "--policy", "oz", "--setting", "linked", "--clang", str(fake))
     assert p.returncode == 2 and "ld.lld not found" in p.stderr, p.stderr
     assert len(p.stderr.strip().splitlines()) == 1
+
+
+def test_setting_cost_bench_runs(corpus):
+    """bench/setting_cost.py: one JSON line per setting, the policy scored."""
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+    p = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "setting_cost.py"), corpus, "--runs", "1",
+                        "--settings", "linked", "lto", "--plugin", PLUGIN, "--policy", model("never.onnx")],
+                       capture_output=True, text=True, timeout=600, env=env, stdin=subprocess.DEVNULL)
+    assert p.returncode == 0, p.stderr
+    rows = [json.loads(ln) for ln in p.stdout.splitlines() if ln.startswith("{")]
+    assert [r["setting"] for r in rows] == ["linked", "lto"]
+    assert all(r["ok"] and r["units"] == 1 and r["cpu_s"] > 0 for r in rows)
