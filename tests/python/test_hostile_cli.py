@@ -30,6 +30,7 @@ about a minute on 2 cores).
 from __future__ import annotations
 
 import contextlib
+import copy
 import io
 import json
 import os
@@ -247,8 +248,9 @@ def mutate_json(draw: Callable[..., Any], obj: Any) -> bytes:
         paths = _paths(obj)
         path = draw(st.sampled_from(paths))
         op = draw(st.sampled_from(["replace", "replace", "delete", "copy", "add"]))
-        value = draw(st.sampled_from(HOSTILE_JSON)) if op != "copy" else \
-            json.loads(json.dumps(_get(obj, draw(st.sampled_from(paths)))))
+        # copies: a shared hostile value changed in place would change later examples
+        value = copy.deepcopy(draw(st.sampled_from(HOSTILE_JSON)) if op != "copy" else
+                              _get(obj, draw(st.sampled_from(paths))))
         if not path:
             if op in ("replace", "copy"):
                 obj = value
@@ -419,8 +421,14 @@ def test_damaged_corpus_combine(base):
         top = ws.path("all")
         make_corpus(os.path.join(top, "one"))
         data.draw(damaged_corpus(ws, os.path.join(top, "two")))
-        if data.draw(st.booleans()):   # an earlier combined description must survive a failure
-            write(os.path.join(top, "corpus_description.json"), b'{"modules": ["one/a"]}\n')
+        target = os.path.join(top, "corpus_description.json")
+        there = data.draw(st.sampled_from(["nothing", "earlier", "earlier", "folder", "dangling link"]))
+        if there == "earlier":   # an earlier combined description must survive a failure
+            write(target, b'{"modules": ["one/a"]}\n')
+        elif there == "folder":
+            write(os.path.join(target, "x"), b"x")
+        elif there == "dangling link":
+            os.symlink(ws.path("nowhere"), target)
         before = ws.snapshot()
         argv = ["corpus", "combine", top] + (["--json"] if data.draw(st.booleans()) else [])
         run = ws.run(argv)
@@ -466,7 +474,9 @@ def test_damaged_corpus_evaluate(base):
             outputs.append("out")
         before = ws.snapshot()
         run = ws.run(argv)
-        check_run(ws, run, before, names=[root, model, policy, MISSING_CLANG, "--plot", "--policy"],
+        # corpus_description.json by name: mlbridge.corpus.layout's messages for a bad module name
+        check_run(ws, run, before, names=[root, "corpus_description.json", model, policy, MISSING_CLANG, "--plot",
+                                          "--policy"],
                   outputs=outputs, argv=argv)
         assert run.rc != 0   # the missing clang stops every run before its first compile
     prop()

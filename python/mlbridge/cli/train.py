@@ -248,11 +248,21 @@ def _check_checkpoint(out: str, cfg: Any) -> bool:
 
     from ..llvm.inliner_features import FEATURES
     from ..train.size_trainer import SizeTrainer
+    import warnings
+
+    import numpy as np
     probe: Any = SimpleNamespace(state_path=path, cfg=cfg)
     try:
-        SizeTrainer._resume(probe)
+        with warnings.catch_warnings(), np.errstate(all="ignore"):   # 1e308 cast to float32: judged below
+            warnings.simplefilter("ignore")
+            SizeTrainer._resume(probe)
         pol = probe.policy
-        if (probe.es is None) == (probe.ppo is None):
+        if not all(np.isfinite(a).all() for a in (pol.params, pol.mu, pol.sigma)):
+            problem = "its policy holds numbers that are not finite float32"
+        elif probe.es is not None and not (np.isfinite(probe.es.mean).all() and np.isfinite(probe.es.m).all()
+                                           and np.isfinite(probe.es.v).all()):
+            problem = "its ES state holds numbers that are not finite"
+        elif (probe.es is None) == (probe.ppo is None):
             problem = "it holds neither an ES nor a PPO state" if probe.es is None else "it holds an ES and a PPO state"
         elif not pol.names or not set(pol.names) <= set(FEATURES):
             problem = f"its policy's features {pol.names[:5]!r} are not the inliner's"

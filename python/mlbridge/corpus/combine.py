@@ -21,7 +21,12 @@ def combine(root: str) -> Dict[str, Any]:
     shared: Dict[str, Any] = {}
     first = ""
     for d in subs:
-        corpus = load(os.path.join(root, d), check_files=False)
+        sub = os.path.join(root, d)
+        try:
+            corpus = load(sub, check_files=False)
+        except CorpusError as exc:   # say which of the corpora (some messages name only the file)
+            msg = str(exc)
+            raise CorpusError(msg if sub in msg else f"{sub}: {msg}") from None
         desc: Dict[str, Any] = {}
         if corpus.global_command_override is not None:
             desc["global_command_override"] = corpus.global_command_override
@@ -36,5 +41,8 @@ def combine(root: str) -> Dict[str, Any]:
         names.extend(f"{d}/{m.name}" for m in corpus.modules)
     out = dict(shared)
     out["modules"] = names
+    target = os.path.join(root, DESCRIPTION)
+    if os.path.isdir(target):   # checked before writing: the rename would fail and leave the temporary file
+        raise CorpusError(f"{target}: a folder is in the way of the description to write; nothing written")
     write_description_dict(root, out)
     return out

@@ -203,13 +203,9 @@ def read_training_log(path: PathLike) -> TrainingLog:
                 pass
 
 
-def _parse(data: Any, path: str) -> TrainingLog:
-    end = len(data)
-    if end == 0:
-        raise ProtocolError(f"{path}: empty file (no header)")
-    header, pos = _json_line(data, 0, end, path, _MAX_HEADER)
-    if "features" not in header:
-        raise ProtocolError(f"{path}: the first line is not a training-log header (no \"features\")")
+def _header_specs(header: Dict[str, Any], path: str) -> Tuple[Tuple[TensorSpec, ...], Optional[TensorSpec],
+                                                                Optional[TensorSpec]]:
+    """(features, score, advice) of a training-log header."""
     features = specs_from_json(header["features"], "features")
     for s in features:
         if s.type.is_string:
@@ -229,6 +225,21 @@ def _parse(data: Any, path: str) -> TrainingLog:
     advice = one_spec("advice")
     if score is not None and score.type.is_string:
         raise ProtocolError(f"{path}: the score cannot be a string tensor")
+    return features, score, advice
+
+
+def _parse(data: Any, path: str) -> TrainingLog:
+    end = len(data)
+    if end == 0:
+        raise ProtocolError(f"{path}: empty file (no header)")
+    header, pos = _json_line(data, 0, end, path, _MAX_HEADER)
+    if "features" not in header:
+        raise ProtocolError(f"{path}: the first line is not a training-log header (no \"features\")")
+    try:
+        features, score, advice = _header_specs(header, path)
+    except ProtocolError as exc:
+        msg = str(exc)
+        raise ProtocolError(msg if msg.startswith(path) else f"{path}: header: {msg}") from None
     obs_bytes = sum(s.nbytes for s in features)
     score_bytes = score.nbytes if score is not None else 0
 
