@@ -10,7 +10,7 @@ from .recipe import Recipe
 
 #: recipe modules, in `corpus list` order
 MODULES = ("brotli", "lz4", "zstandard", "pycryptodome", "pyerfa", "simdjson", "jsonnet",
-           "marisa", "box2d", "pymunk", "patchelf", "fasttext", "ninja", "pyclipper",
+           "marisa", "box2d", "pymunk", "patchelf", "fasttext", "sentencepiece", "ninja", "pyclipper",
            "deflate", "pyroaring", "tests")
 
 
