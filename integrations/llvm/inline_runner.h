@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "runner_choice.h"
@@ -25,11 +26,22 @@ struct InlineRunnerConfig {
   // primitive of search-based training (docs/training.md).
   std::vector<uint64_t> flips;  // sorted, unique
   std::string flipsError;       // the option could not be read: warn, use the stock inliner
+  // Per callee, the answer for every call site of it (1 inline, 0 not), over
+  // whatever else decided: joint decisions ("inline all calls of f, so f can
+  // go"), the primitive of the room search (docs/training.md). Read from a
+  // file of `NAME<TAB>0|1` lines.
+  std::unordered_map<std::string, bool> callees;
+  bool calleesGiven = false;    // a file was named (it may list no callee)
+  std::string calleesError;     // the file could not be read: warn, use the stock inliner
+  // Append `caller<TAB>callee<TAB>answer` per query to this file ("": none).
+  std::string trace;
 
   bool hasRunner() const { return !choice.runner.empty() && choice.runner != "none"; }
   // A training log or flips without a runner: the stock heuristic decides
   // (LLVM's development mode without a model), and is logged or flipped.
-  bool enabled() const { return hasRunner() || !trainingLog.empty() || !flips.empty() || !flipsError.empty(); }
+  bool enabled() const {
+    return hasRunner() || !trainingLog.empty() || !flips.empty() || !flipsError.empty() || calleesGiven || !trace.empty();
+  }
 };
 
 // The options as given now (command line first, then the environment).

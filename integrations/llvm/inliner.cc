@@ -27,11 +27,13 @@
 #include <llvm/Config/llvm-config.h>
 #include <llvm/IR/Module.h>
 #include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/FileSystem.h>
 #include <llvm/Support/raw_ostream.h>
 
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -93,7 +95,9 @@ class MLBridgeInlineAdvisor final : public llvm::MLInlineAdvisor {
   // features, as in LLVM's development mode without a model).
   MLBridgeInlineAdvisor(llvm::Module& m, llvm::ModuleAnalysisManager& mam, std::unique_ptr<llvm::MLModelRunner> runner,
                         MLBridgeModelRunner* adapter, std::function<bool(llvm::CallBase&)> getDefault, bool stats,
-                        std::unique_ptr<InlineTrainingLog> log, std::vector<uint64_t> flips)
+                        std::unique_ptr<InlineTrainingLog> log, std::vector<uint64_t> flips,
+                        std::unordered_map<std::string, bool> callees, bool calleesGiven,
+                        std::unique_ptr<llvm::raw_fd_ostream> trace)
 #if LLVM_VERSION_MAJOR >= 22
       // The factory hands over the runner made for the initial feature map
       // (LLVM 22's optional IR2Vec embedding features are not supported).
@@ -109,7 +113,10 @@ class MLBridgeInlineAdvisor final : public llvm::MLInlineAdvisor {
         adapter_(adapter),
         stats_(stats),
         log_(std::move(log)),
-        flips_(std::move(flips)) {
+        flips_(std::move(flips)),
+        callees_(std::move(callees)),
+        calleesGiven_(calleesGiven),
+        trace_(std::move(trace)) {
   }
   ~MLBridgeInlineAdvisor() override {
     if (!stats_) return;
@@ -119,6 +126,8 @@ class MLBridgeInlineAdvisor final : public llvm::MLInlineAdvisor {
     if (log_) llvm::errs() << "mlbridge: inliner: " << log_->observations() << " decisions logged\n";
     if (!flips_.empty())
       llvm::errs() << "mlbridge: inliner flips: " << nextFlip_ << " of " << queries_ << " answers flipped\n";
+    if (calleesGiven_)
+      llvm::errs() << "mlbridge: inliner callees: " << forced_ << " of " << queries_ << " answers set by callee\n";
   }
 
  protected:
@@ -145,6 +154,16 @@ class MLBridgeInlineAdvisor final : public llvm::MLInlineAdvisor {
       ++nextFlip_;
     }
     ++queries_;
+    if (!callees_.empty()) {
+      auto it = callees_.find(cb.getCalledFunction()->getName().str());
+      if (it != callees_.end()) {
+        inlineIt = it->second;
+        ++forced_;
+      }
+    }
+    if (trace_)
+      *trace_ << cb.getCaller()->getName() << '\t' << cb.getCalledFunction()->getName() << '\t' << (inlineIt ? 1 : 0)
+              << '\n';
     if (log_) log_->log(*ModelRunner, stock, inlineIt);
     return std::make_unique<llvm::MLInlineAdvice>(this, cb, ore, inlineIt);
   }
@@ -157,6 +176,10 @@ class MLBridgeInlineAdvisor final : public llvm::MLInlineAdvisor {
   std::vector<uint64_t> flips_;  // sorted query indices whose answer is inverted
   size_t nextFlip_ = 0;  // also: how many answers were flipped
   uint64_t queries_ = 0;
+  std::unordered_map<std::string, bool> callees_;  // callee name -> the answer for all its call sites
+  bool calleesGiven_;
+  size_t forced_ = 0;
+  std::unique_ptr<llvm::raw_fd_ostream> trace_;
 };
 
 llvm::InlineAdvisor* createAdvisor(llvm::Module& m, llvm::FunctionAnalysisManager& fam, llvm::InlineParams params,
@@ -173,6 +196,20 @@ llvm::InlineAdvisor* createAdvisor(llvm::Module& m, llvm::FunctionAnalysisManage
   if (!config.flipsError.empty()) {
     llvm::errs() << "mlbridge: warning: ML inliner: " << config.flipsError << "; using the stock inliner\n";
     return stock();
+  }
+  if (!config.calleesError.empty()) {
+    llvm::errs() << "mlbridge: warning: ML inliner: " << config.calleesError << "; using the stock inliner\n";
+    return stock();
+  }
+  std::unique_ptr<llvm::raw_fd_ostream> trace;
+  if (!config.trace.empty()) {
+    std::error_code ec;
+    trace = std::make_unique<llvm::raw_fd_ostream>(config.trace, ec, llvm::sys::fs::OF_Append);
+    if (ec) {
+      llvm::errs() << "mlbridge: warning: ML inliner: cannot open the trace " << config.trace << ": " << ec.message()
+                   << "; using the stock inliner\n";
+      return stock();
+    }
   }
   std::unique_ptr<InlineTrainingLog> log;
   if (!config.trainingLog.empty()) {
@@ -208,7 +245,7 @@ llvm::InlineAdvisor* createAdvisor(llvm::Module& m, llvm::FunctionAnalysisManage
   if (!runner) runner = std::make_unique<llvm::NoInferenceModelRunner>(m.getContext(), inlinerFeatures());
   auto getDefault = [&fam, params](llvm::CallBase& cb) { return stockAdvice(cb, fam, params); };
   return new MLBridgeInlineAdvisor(m, *mam, std::move(runner), adapter, getDefault, config.stats, std::move(log),
-                                   config.flips);
+                                   config.flips, config.callees, config.calleesGiven, std::move(trace));
 }
 
 }  // namespace

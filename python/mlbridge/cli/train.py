@@ -70,6 +70,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     _run_options(s)
     s.set_defaults(run=run_search_cmd)
 
+    from .train_room import add_parser as add_room
+    add_room(ts, _run_options)
+
     p = ts.add_parser("report", help="write RUN/report.md with plots; score the policy on corpora")
     p.add_argument("run_dir")
     p.add_argument("--train", nargs="*", default=[], help="training corpora to score the policy on")

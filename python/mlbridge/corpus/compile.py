@@ -55,14 +55,21 @@ class CompileSetupError(CorpusError):
 @dataclass(frozen=True)
 class Policy:
     """Who makes the inlining decisions."""
-    kind: str                                   # "oz", "onnx", "python"
+    kind: str                                   # "oz", "onnx", "python", "callees"
     spec: str                                   # as the user wrote it
-    model: Optional[str] = None                 # onnx: absolute path
+    model: Optional[str] = None                 # onnx: absolute path; callees: the callee file
     fn: Optional[Callable[..., Any]] = None     # python: the policy function
 
     @property
     def uses_plugin(self) -> bool:
         return self.kind != "oz"
+
+    @staticmethod
+    def callees(path: str) -> "Policy":
+        """-Oz's heuristic, except that every call of a listed callee gets the
+        listed answer (a file of NAME<TAB>0|1 lines): joint decisions, the
+        room search's policy (train/room.py)."""
+        return Policy("callees", f"callees:{path}", model=os.path.abspath(path))
 
     @staticmethod
     def parse(spec: str) -> "Policy":
@@ -183,6 +190,8 @@ def policy_args(policy: Policy, plugin: Optional[str]) -> List[str]:
     args = plugin_args(plugin)
     if policy.kind == "onnx":
         opts = ["-mlbridge-inline-runner=onnx", f"-mlbridge-inline-model={policy.model}"]
+    elif policy.kind == "callees":
+        opts = [f"-mlbridge-inline-callees={policy.model}"]
     else:
         opts = ["-mlbridge-inline-runner=pipe", "-mlbridge-inline-channel={base}",
                 f"-mlbridge-inline-timeout-ms={PIPE_DECISION_TIMEOUT_MS}"]
@@ -342,15 +351,22 @@ def plugin_verdict(stderr: str, policy: Policy) -> Tuple[Optional[str], Optional
 
 
 def _decisions(stderr: str) -> Optional[int]:
-    """Sum of `mlbridge: inliner: N model decisions, ...` lines (one per inliner run)."""
+    """Sum of `mlbridge: inliner: N model decisions, ...` lines (one per inliner
+    run), or without a model of `mlbridge: inliner callees: K of N answers ...`
+    (N questions answered by the heuristic, K of them set by callee)."""
     total, seen = 0, False
     for ln in stderr.splitlines():
-        if ln.startswith("mlbridge: inliner: "):
-            try:
-                total += int(ln.split()[2])
-                seen = True
-            except (IndexError, ValueError):
+        words = ln.split()
+        try:
+            if ln.startswith("mlbridge: inliner: "):
+                total += int(words[2])
+            elif ln.startswith("mlbridge: inliner callees: "):
+                total += int(words[5])
+            else:
                 continue
+            seen = True
+        except (IndexError, ValueError):
+            continue
     return total if seen else None
 
 

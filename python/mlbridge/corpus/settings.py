@@ -119,6 +119,8 @@ def link_command(program: Program, inputs: Sequence[str], out: str, toolchain: T
         env["MLBRIDGE_INLINE_STATS"] = "1"
         if policy.kind == "onnx":
             env.update(MLBRIDGE_INLINE_RUNNER="onnx", MLBRIDGE_INLINE_MODEL=str(policy.model))
+        elif policy.kind == "callees":
+            env["MLBRIDGE_INLINE_CALLEES"] = str(policy.model)
         else:
             from .compile import PIPE_DECISION_TIMEOUT_MS
             env.update(MLBRIDGE_INLINE_RUNNER="pipe", MLBRIDGE_INLINE_CHANNEL="{base}",

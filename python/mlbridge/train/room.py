@@ -1,0 +1,272 @@
+"""How much room inlining leaves around -Oz, per program and setting: a greedy
+search over joint decisions, measured before training (docs/training.md,
+"Where the room is").
+
+A single-flip search cannot find "inline every call of f, so f disappears":
+each flip alone adds a copy of f and is rejected. Here a candidate sets the
+answer for *every* call of one callee at once (the plugin's callee file,
+``Policy.callees``): 1 inlines them all, 0 none. Starting from -Oz's
+heuristic (the plugin without a model), the search tries each candidate on
+top of the ones kept so far, keeps it when the program's measured ``.text``
+shrinks, and learns the callees to try from the plugin's trace of every
+question the inliner asked (``MLBRIDGE_INLINE_TRACE``), including the new
+call sites a kept candidate exposes.
+
+Candidates run ``jobs`` at a time against the same kept set; the best that
+shrinks the program is kept and the other improvements are tried again on top
+of it. Resumable: ``OUT/NAME.SETTING.json`` is rewritten (through a temporary
+name) after each batch; a run started again goes on where it stopped.
+"""
+from __future__ import annotations
+
+import concurrent.futures as cf
+import dataclasses
+import json
+import os
+import shutil
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from ..core.errors import BAD_JSON, MLBridgeError
+from ..corpus.compile import CompileOptions, CompileResult, Policy, Toolchain, compile_module
+from ..corpus.layout import Corpus
+from ..corpus.programs import Program
+from ..corpus.settings import Setting, build_program
+
+STATE_FORMAT = 1
+#: a trace larger than this is not read (a program asks far fewer questions)
+MAX_TRACE_BYTES = 512 << 20
+
+Candidate = Tuple[str, int]   # (callee, answer for all its calls)
+
+
+class RoomError(MLBridgeError):
+    """A state file that is not one of ours, or a program whose base build fails."""
+
+
+@dataclass
+class Measure:
+    ok: bool
+    text_bytes: Optional[int] = None
+    #: per callee: (calls answered yes, calls answered no)
+    calls: Dict[str, Tuple[int, int]] = field(default_factory=dict)
+    error: Optional[str] = None
+    command: str = ""
+
+
+@dataclass
+class RoomState:
+    program: str
+    setting: str
+    oz: Optional[int] = None
+    base: Optional[int] = None
+    best: Optional[int] = None
+    kept: Dict[str, int] = field(default_factory=dict)
+    #: candidates not yet tried, in order
+    queue: List[Candidate] = field(default_factory=list)
+    #: [callee, answer, size or None, kept?]
+    tried: List[List[Any]] = field(default_factory=list)
+    builds: int = 0
+    seconds: float = 0.0
+    done: bool = False
+
+    def as_dict(self) -> Dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["format"] = STATE_FORMAT
+        d["queue"] = [list(c) for c in self.queue]
+        return d
+
+    @staticmethod
+    def load(path: str) -> "RoomState":
+        try:
+            with open(path, "rb") as f:
+                d = json.loads(f.read(64 << 20))
+            if not isinstance(d, dict) or d.get("format") != STATE_FORMAT:
+                raise ValueError("not a room-search state of this version")
+            st = RoomState(str(d["program"]), str(d["setting"]))
+            for k in ("oz", "base", "best"):
+                v = d.get(k)
+                if v is not None and (not isinstance(v, int) or v < 0):
+                    raise ValueError(f"{k} is not a size")
+                setattr(st, k, v)
+            kept = d.get("kept", {})
+            if not isinstance(kept, dict) or not all(isinstance(k, str) and v in (0, 1) for k, v in kept.items()):
+                raise ValueError("kept is not a map of callee to 0|1")
+            st.kept = dict(kept)
+            st.queue = [(str(c), int(a)) for c, a in d.get("queue", [])]
+            if any(a not in (0, 1) for _, a in st.queue):
+                raise ValueError("a queued answer is not 0 or 1")
+            st.tried = [list(t) for t in d.get("tried", [])]
+            st.builds, st.seconds, st.done = int(d.get("builds", 0)), float(d.get("seconds", 0.0)), bool(d["done"])
+            return st
+        except (OSError, BAD_JSON, KeyError, TypeError, ValueError) as exc:
+            raise RoomError(f"{path}: damaged room-search state ({exc}); left as it is: remove it to start "
+                            "again") from None
+
+    def save(self, path: str) -> None:
+        tmp = path + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(self.as_dict(), f, indent=1)
+        os.replace(tmp, path)
+
+
+def read_trace(path: str) -> Dict[str, Tuple[int, int]]:
+    """caller<TAB>callee<TAB>answer lines -> callee: (yes, no)."""
+    yes: Counter = Counter()
+    no: Counter = Counter()
+    try:
+        if os.path.getsize(path) > MAX_TRACE_BYTES:
+            raise RoomError(f"{path}: trace larger than {MAX_TRACE_BYTES} bytes")
+        with open(path, "r", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                parts = line.rstrip("\n").split("\t")
+                if len(parts) != 3 or parts[2] not in ("0", "1"):
+                    continue
+                (yes if parts[2] == "1" else no)[parts[1]] += 1
+    except FileNotFoundError:
+        return {}
+    return {c: (yes[c], no[c]) for c in set(yes) | set(no)}
+
+
+def candidates_from(calls: Dict[str, Tuple[int, int]], kept: Dict[str, int]) -> List[Candidate]:
+    """Every callee not yet decided: inline all its calls (if some were
+    declined), none (if some were inlined). Fewest calls first: inlining every
+    call of a callee with few callers is what lets the callee go."""
+    out: List[Tuple[int, int, str, int]] = []
+    for callee, (y, n) in calls.items():
+        if callee in kept:
+            continue
+        if n:
+            out.append((y + n, 0, callee, 1))
+        if y:
+            out.append((y + n, 1, callee, 0))
+    return [(c, a) for _, _, c, a in sorted(out)]
+
+
+class RoomSearch:
+    """The search for one program in one setting (``objects``: the program's
+    member objects, summed)."""
+
+    def __init__(self, corpus: Corpus, program: Program, setting: Setting, toolchain: Toolchain, out: str, *,
+                 jobs: int = 2, options: Optional[CompileOptions] = None) -> None:
+        self.corpus, self.program, self.setting, self.toolchain = corpus, program, setting, toolchain
+        self.jobs = max(1, jobs)
+        self.options = options or CompileOptions()
+        self.path = os.path.join(out, f"{program.name}.{setting.name}.json")
+        self.state = RoomState.load(self.path) if os.path.exists(self.path) else RoomState(program.name, setting.name)
+        if (self.state.program, self.state.setting) != (program.name, setting.name):
+            raise RoomError(f"{self.path}: the state of another program or setting; left as it is")
+
+    # -- one build ------------------------------------------------------------------
+    def measure(self, forces: Dict[str, int], work: str) -> Measure:
+        """The program's .text with every call of each forced callee answered as
+        given (the rest: -Oz's heuristic), and the trace of what was asked."""
+        folder = tempfile.mkdtemp(prefix="m-", dir=work)
+        try:
+            callees = os.path.join(folder, "callees.txt")
+            with open(callees, "w", encoding="utf-8") as f:
+                f.writelines(f"{c}\t{a}\n" for c, a in sorted(forces.items()))
+            trace = os.path.join(folder, "trace.txt")
+            environ = dict(self.options.environ, MLBRIDGE_INLINE_TRACE=trace)
+            opts = dataclasses.replace(self.options, environ=environ)
+            policy = Policy.callees(callees)
+            if self.setting.whole_program:
+                r = build_program(self.corpus, self.program, policy, self.setting, folder, self.toolchain, opts,
+                                  tag="room")
+            else:
+                r = self._objects(policy, folder, opts)
+            return Measure(r.ok, r.text_bytes, read_trace(trace) if r.ok else {}, r.error, r.command)
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+
+    def _objects(self, policy: Policy, folder: str, opts: CompileOptions) -> CompileResult:
+        total = CompileResult(self.program.name, ok=True, text_bytes=0)
+        for m in self.program.members(self.corpus):
+            r = compile_module(m, policy, folder, self.toolchain, opts, tag="room")
+            if not r.ok:
+                return r
+            total.text_bytes = int(total.text_bytes or 0) + int(r.text_bytes or 0)
+        return total
+
+    # -- the search ------------------------------------------------------------------
+    def run(self, *, budget: int, deadline: Optional[float] = None,
+            on_step: Optional[Callable[[RoomState], None]] = None) -> RoomState:
+        """Tries at most BUDGET candidates in all (counting earlier runs), and
+        starts no batch after DEADLINE (time.monotonic()). Returns the state."""
+        st = self.state
+        start = time.monotonic()
+        work = tempfile.mkdtemp(prefix="mlbridge-room-")
+        try:
+            if st.base is None:
+                oz = self._oz(work)
+                base = self.measure({}, work)
+                st.builds += 2
+                if not base.ok:
+                    raise RoomError(f"program {self.program.name} ({self.setting.name}): the -Oz build with the "
+                                    f"plugin failed: {base.error}")
+                st.oz, st.base, st.best = oz, base.text_bytes, base.text_bytes
+                st.queue = candidates_from(base.calls, st.kept)
+                self._save(start)
+            with cf.ThreadPoolExecutor(max_workers=self.jobs) as pool:
+                while st.queue and len(st.tried) < budget and not st.done:
+                    if deadline is not None and time.monotonic() > deadline:
+                        break
+                    n = min(self.jobs, budget - len(st.tried), len(st.queue))
+                    batch, st.queue = st.queue[:n], st.queue[n:]
+                    results = list(pool.map(lambda c: self.measure(dict(st.kept, **{c[0]: c[1]}), work), batch))
+                    st.builds += len(batch)
+                    better = sorted((m.text_bytes, i) for i, m in enumerate(results)
+                                    if m.ok and m.text_bytes is not None and m.text_bytes < int(st.best or 0))
+                    winner = better[0][1] if better else None
+                    for i, (cand, m) in enumerate(zip(batch, results)):
+                        st.tried.append([cand[0], cand[1], m.text_bytes if m.ok else None, i == winner])
+                    if winner is not None:
+                        cand, m = batch[winner], results[winner]
+                        st.kept[cand[0]] = cand[1]
+                        st.best = m.text_bytes
+                        # the other improvements are tried again on top of the new best,
+                        # and callees the kept candidate exposed join the queue
+                        again = [batch[i] for _, i in better[1:]]
+                        queued = set(st.queue) | set(again)
+                        fresh = [c for c in candidates_from(m.calls, st.kept) if c not in queued
+                                 and not any(t[0] == c[0] and t[1] == c[1] for t in st.tried)]
+                        st.queue = again + st.queue + fresh
+                    self._save(start)
+                    if on_step is not None:
+                        on_step(st)
+            if not st.queue or len(st.tried) >= budget:
+                st.done = not st.queue
+            self._save(start)
+            return st
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+
+    def _oz(self, work: str) -> Optional[int]:
+        """The plain -Oz build (no plugin) in this setting, for the table."""
+        oz = Policy("oz", "oz")
+        if self.setting.whole_program:
+            r = build_program(self.corpus, self.program, oz, self.setting, work, self.toolchain, self.options,
+                              tag="oz")
+        else:
+            r = self._objects(oz, work, self.options)
+        if not r.ok:
+            raise RoomError(f"program {self.program.name} ({self.setting.name}): the -Oz build failed: {r.error}")
+        return r.text_bytes
+
+    def _save(self, start: float) -> None:
+        self.state.seconds += time.monotonic() - start - getattr(self, "_counted", 0.0)
+        self._counted = time.monotonic() - start
+        self.state.save(self.path)
+
+
+def room_row(st: RoomState) -> Dict[str, Any]:
+    """One row of the room table."""
+    pct = None
+    if st.oz and st.best is not None:
+        pct = round(100.0 * (st.best - st.oz) / st.oz, 3)
+    return {"program": st.program, "setting": st.setting, "oz": st.oz, "base": st.base, "best": st.best,
+            "room_pct": pct, "kept": len(st.kept), "tried": len(st.tried), "builds": st.builds,
+            "minutes": round(st.seconds / 60.0, 2), "done": st.done}
