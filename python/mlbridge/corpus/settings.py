@@ -170,12 +170,38 @@ def build_program(corpus: Corpus, program: Program, policy: Policy, setting: Set
                                                                       r.timed_out, r.stderr)
                 return res
             decisions += r.decisions or 0
-        out = os.path.join(folder, program.name)
+        linked = link_program(program, made, policy, setting, folder, toolchain, options,
+                              opt_level(members[0]), keep=keep)
+        if linked.decisions is not None or policy.uses_plugin:
+            linked.decisions = decisions + (linked.decisions or 0)
+        return linked
+    except (CorpusError, OSError) as exc:
+        res.error = str(exc)
+        return res
+    finally:
+        res.seconds = time.monotonic() - start
+        for path in made:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+
+
+def link_program(program: Program, inputs: Sequence[str], policy: Policy, setting: Setting, folder: str,
+                 toolchain: Toolchain, options: CompileOptions, opt: str, *, keep: bool = False,
+                 extra_env: Optional[Dict[str, str]] = None) -> CompileResult:
+    """Links INPUTS (the members' objects, or LTO bitcode) into FOLDER/NAME and
+    measures it; in lto the policy decides again in the linker. ``decisions``:
+    the linker's own. EXTRA_ENV: more of the linker's environment (a trace)."""
+    res = CompileResult(program.name, ok=False)
+    start = time.monotonic()
+    out = os.path.join(folder, program.name)
+    try:
         script = version_script(program, os.path.join(folder, "exports.map")) if program.kind == "shared" else None
-        env_add: Dict[str, str]
-        cmd, env_add = link_command(program, made, out, toolchain, setting, policy, opt_level(members[0]), script)
+        cmd, env_add = link_command(program, inputs, out, toolchain, setting, policy, opt, script)
         env = dict(options.environ)
         env.update(env_add)
+        env.update(extra_env or {})
         res.command = " ".join(f"{k}={shlex.quote(v)}" for k, v in env_add.items()) + (" " if env_add else "")
         res.command += shlex.join(cmd)
         rc, stderr, res.timed_out = _run(cmd, env, policy, max(options.timeout, LINK_TIMEOUT), folder)
@@ -187,13 +213,10 @@ def build_program(corpus: Corpus, program: Program, policy: Policy, setting: Set
             res.error = f"the link failed (exit {rc}): {_last_lines(stderr)}"
             return res
         if setting.lto:
-            res.error, link_decisions = plugin_verdict(stderr, policy)
+            res.error, res.decisions = plugin_verdict(stderr, policy)
             if res.error is not None:
                 res.error = f"in the linker: {res.error}"
                 return res
-            decisions += link_decisions or 0
-        if policy.uses_plugin:
-            res.decisions = decisions
         if program.kind == "shared":
             res.error = _check_exports(program, out)
             if res.error is not None:
@@ -208,14 +231,9 @@ def build_program(corpus: Corpus, program: Program, policy: Policy, setting: Set
         return res
     finally:
         res.seconds = time.monotonic() - start
-        for path in made:
-            try:
-                os.unlink(path)
-            except OSError:
-                pass
         if not res.object_path:
             try:
-                os.unlink(os.path.join(folder, program.name))
+                os.unlink(out)
             except OSError:
                 pass
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import dataclasses
+import fnmatch
 import json
 import os
 import shutil
@@ -34,7 +35,7 @@ from ..core.errors import BAD_JSON, MLBridgeError
 from ..corpus.compile import CompileOptions, CompileResult, Policy, Toolchain, compile_module
 from ..corpus.layout import Corpus
 from ..corpus.programs import Program
-from ..corpus.settings import Setting, build_program
+from ..corpus.settings import Setting, build_program, link_program, opt_level
 
 STATE_FORMAT = 1
 #: a trace larger than this is not read (a program asks far fewer questions)
@@ -131,19 +132,95 @@ def read_trace(path: str) -> Dict[str, Tuple[int, int]]:
     return {c: (yes[c], no[c]) for c in set(yes) | set(no)}
 
 
-def candidates_from(calls: Dict[str, Tuple[int, int]], kept: Dict[str, int]) -> List[Candidate]:
+def candidates_from(calls: Dict[str, Tuple[int, int]], kept: Dict[str, int],
+                    exported: Callable[[str], bool] = lambda name: False) -> List[Candidate]:
     """Every callee not yet decided: inline all its calls (if some were
-    declined), none (if some were inlined). Fewest calls first: inlining every
-    call of a callee with few callers is what lets the callee go."""
-    out: List[Tuple[int, int, str, int]] = []
+    declined), none (if some were inlined). Inlining every call of a callee the
+    program does not export, fewest calls first, comes first: that is what
+    lets the callee go; an exported one stays whatever its callers do."""
+    out: List[Tuple[int, int, int, str, int]] = []
     for callee, (y, n) in calls.items():
         if callee in kept:
             continue
         if n:
-            out.append((y + n, 0, callee, 1))
+            out.append((int(exported(callee)), y + n, 0, callee, 1))
         if y:
-            out.append((y + n, 1, callee, 0))
-    return [(c, a) for _, _, c, a in sorted(out)]
+            out.append((1, y + n, 1, callee, 0))
+    return [(c, a) for _, _, _, c, a in sorted(out)]
+
+
+def _add(total: Counter, calls: Dict[str, Tuple[int, int]]) -> None:
+    for c, (y, n) in calls.items():
+        total[(c, 1)] += y
+        total[(c, 0)] += n
+
+
+def _pairs(total: Counter) -> Dict[str, Tuple[int, int]]:
+    names = {c for c, _ in total}
+    return {c: (total[(c, 1)], total[(c, 0)]) for c in names}
+
+
+@dataclass
+class CacheEntry:
+    #: the forces it was built under, restricted to the callees it asked about
+    forces: Dict[str, int]
+    calls: Dict[str, Tuple[int, int]]
+    path: str
+    text_bytes: Optional[int]
+
+
+class ModuleCache:
+    """Built members (objects, or LTO pre-link bitcode) by the answers they were
+    given. A build asks about some callees only; under other forces that agree
+    on those callees, the same questions get the same answers, so the build is
+    the same and is reused: a candidate recompiles only the modules that call
+    its callee, and in lto the search pays mostly for the link."""
+
+    MAX_PER_MODULE = 64
+
+    def __init__(self) -> None:
+        import threading
+        self.folder = tempfile.mkdtemp(prefix="mlbridge-room-cache-")
+        self._lock = threading.Lock()
+        self._entries: Dict[str, List[CacheEntry]] = {}
+        self._ids = 0
+        self.hits = 0
+        self.misses = 0
+
+    def next_id(self) -> int:
+        with self._lock:
+            self._ids += 1
+            return self._ids
+
+    def find(self, module: str, forces: Dict[str, int]) -> Optional[CacheEntry]:
+        with self._lock:
+            lst = self._entries.get(module, [])
+            for i, e in enumerate(lst):
+                if all(forces.get(c) == a for c, a in e.forces.items()) and \
+                        not any(c in forces for c in e.calls if c not in e.forces):
+                    self.hits += 1
+                    lst.insert(0, lst.pop(i))   # most recently used first: the last to go
+                    return e
+            self.misses += 1
+            return None
+
+    def add(self, module: str, forces: Dict[str, int], calls: Dict[str, Tuple[int, int]], path: str,
+            text_bytes: Optional[int]) -> CacheEntry:
+        entry = CacheEntry({c: a for c, a in forces.items() if c in calls}, calls, path, text_bytes)
+        with self._lock:
+            lst = self._entries.setdefault(module, [])
+            lst.insert(0, entry)
+            while len(lst) > self.MAX_PER_MODULE:
+                old = lst.pop()
+                try:
+                    os.unlink(old.path)
+                except OSError:
+                    pass
+        return entry
+
+    def close(self) -> None:
+        shutil.rmtree(self.folder, ignore_errors=True)
+        self._entries.clear()
 
 
 class RoomSearch:
@@ -156,29 +233,60 @@ class RoomSearch:
         self.jobs = max(1, jobs)
         self.options = options or CompileOptions()
         self.path = os.path.join(out, f"{program.name}.{setting.name}.json")
+        self.cache = ModuleCache()
         self.state = RoomState.load(self.path) if os.path.exists(self.path) else RoomState(program.name, setting.name)
         if (self.state.program, self.state.setting) != (program.name, setting.name):
             raise RoomError(f"{self.path}: the state of another program or setting; left as it is")
 
+    def exported(self, name: str) -> bool:
+        """Whether the linked program keeps NAME whatever its callers do (its
+        API, or main); per object, any external function may be used elsewhere."""
+        if not self.setting.whole_program:
+            return False
+        if self.program.kind == "executable":
+            return name == "main"
+        return any(fnmatch.fnmatchcase(name, p) for p in self.program.exports)
+
     # -- one build ------------------------------------------------------------------
     def measure(self, forces: Dict[str, int], work: str) -> Measure:
         """The program's .text with every call of each forced callee answered as
-        given (the rest: -Oz's heuristic), and the trace of what was asked."""
+        given (the rest: -Oz's heuristic), and the trace of what was asked.
+        Members come from the module cache when the forces they were built
+        under agree with FORCES on every callee they asked about."""
         folder = tempfile.mkdtemp(prefix="m-", dir=work)
         try:
             callees = os.path.join(folder, "callees.txt")
             with open(callees, "w", encoding="utf-8") as f:
                 f.writelines(f"{c}\t{a}\n" for c, a in sorted(forces.items()))
-            trace = os.path.join(folder, "trace.txt")
-            environ = dict(self.options.environ, MLBRIDGE_INLINE_TRACE=trace)
-            opts = dataclasses.replace(self.options, environ=environ)
             policy = Policy.callees(callees)
-            if self.setting.whole_program:
-                r = build_program(self.corpus, self.program, policy, self.setting, folder, self.toolchain, opts,
-                                  tag="room")
-            else:
-                r = self._objects(policy, folder, opts)
-            return Measure(r.ok, r.text_bytes, read_trace(trace) if r.ok else {}, r.error, r.command)
+            opts = self.setting.compile_options(self.program, self.options) if self.setting.whole_program \
+                else dataclasses.replace(self.options, keep_objects=True)
+            calls: Counter = Counter()
+            inputs: List[str] = []
+            members = self.program.members(self.corpus)
+            total = 0
+            for m in members:
+                entry = self.cache.find(m.name, forces)
+                if entry is None:
+                    trace = os.path.join(folder, f"trace.{len(inputs)}")
+                    mopts = dataclasses.replace(opts, environ=dict(opts.environ, MLBRIDGE_INLINE_TRACE=trace))
+                    r = compile_module(m, policy, self.cache.folder, self.toolchain, mopts,
+                                       tag=f"{self.cache.next_id()}")
+                    if not r.ok:
+                        return Measure(False, error=f"module {m.name}: {r.error}", command=r.command)
+                    entry = self.cache.add(m.name, forces, read_trace(trace), str(r.object_path), r.text_bytes)
+                inputs.append(entry.path)
+                total += int(entry.text_bytes or 0)
+                _add(calls, entry.calls)
+            if not self.setting.whole_program:
+                return Measure(True, total, _pairs(calls))
+            trace = os.path.join(folder, "trace.link")
+            r = link_program(self.program, inputs, policy, self.setting, folder, self.toolchain, self.options,
+                             opt_level(members[0]), extra_env={"MLBRIDGE_INLINE_TRACE": trace})
+            if not r.ok:
+                return Measure(False, error=r.error, command=r.command)
+            _add(calls, read_trace(trace))
+            return Measure(True, r.text_bytes, _pairs(calls))
         finally:
             shutil.rmtree(folder, ignore_errors=True)
 
@@ -208,7 +316,7 @@ class RoomSearch:
                     raise RoomError(f"program {self.program.name} ({self.setting.name}): the -Oz build with the "
                                     f"plugin failed: {base.error}")
                 st.oz, st.base, st.best = oz, base.text_bytes, base.text_bytes
-                st.queue = candidates_from(base.calls, st.kept)
+                st.queue = candidates_from(base.calls, st.kept, self.exported)
                 self._save(start)
             with cf.ThreadPoolExecutor(max_workers=self.jobs) as pool:
                 while st.queue and len(st.tried) < budget and not st.done:
@@ -231,7 +339,7 @@ class RoomSearch:
                         # and callees the kept candidate exposed join the queue
                         again = [batch[i] for _, i in better[1:]]
                         queued = set(st.queue) | set(again)
-                        fresh = [c for c in candidates_from(m.calls, st.kept) if c not in queued
+                        fresh = [c for c in candidates_from(m.calls, st.kept, self.exported) if c not in queued
                                  and not any(t[0] == c[0] and t[1] == c[1] for t in st.tried)]
                         st.queue = again + st.queue + fresh
                     self._save(start)
@@ -243,6 +351,7 @@ class RoomSearch:
             return st
         finally:
             shutil.rmtree(work, ignore_errors=True)
+            self.cache.close()
 
     def _oz(self, work: str) -> Optional[int]:
         """The plain -Oz build (no plugin) in this setting, for the table."""
