@@ -104,7 +104,7 @@ if(MLBRIDGE_BUILD_TESTS AND Python3_FOUND AND TARGET MLBridgeLLVMAot)
   if(TARGET MLBridgeLLVMFull AND TARGET mlbridge_grpc)
     list(APPEND _mlb_llvm_env "MLBRIDGE_LLVM_HAVE_GRPC=1")
   endif()
-  foreach(_t inliner faults training filecheck corpus_evaluate settings train)
+  foreach(_t inliner faults training filecheck corpus_evaluate settings room train)
     add_test(NAME llvm.${_t}
              COMMAND ${Python3_EXECUTABLE} -m pytest -q -p no:cacheprovider ${MLBRIDGE_LLVM_TEST_DIR}/test_${_t}.py
              WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})

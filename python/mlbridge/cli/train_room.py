@@ -81,7 +81,7 @@ def run_room(args: argparse.Namespace) -> int:
                 rows.append(dict(room_row(st), corpus=os.path.basename(os.path.normpath(corpus.root))))
             except RoomError as exc:
                 failed += 1
-                bar.write(f"mlbridge: {exc}")
+                print(f"mlbridge: {exc}", file=sys.stderr)
                 rows.append({"corpus": os.path.basename(os.path.normpath(corpus.root)), "program": prog.name,
                              "setting": setting.name, "error": str(exc)})
     tmp = os.path.join(args.out, "room.json.tmp")

@@ -103,7 +103,7 @@ class RoomState:
             st.tried = [list(t) for t in d.get("tried", [])]
             st.builds, st.seconds, st.done = int(d.get("builds", 0)), float(d.get("seconds", 0.0)), bool(d["done"])
             return st
-        except (OSError, BAD_JSON, KeyError, TypeError, ValueError) as exc:
+        except (OSError, *BAD_JSON, KeyError, TypeError, ValueError) as exc:
             raise RoomError(f"{path}: damaged room-search state ({exc}); left as it is: remove it to start "
                             "again") from None
 

@@ -1,0 +1,85 @@
+"""The room search's parts that need no compiler (train/room.py): the module
+cache's reuse rule, the candidate order, traces and damaged states. The search
+itself, with the plugin and lld: tests/integrations/llvm/test_room.py."""
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from mlbridge.train.room import ModuleCache, RoomError, RoomState, candidates_from, read_trace
+
+
+@pytest.fixture
+def cache():
+    c = ModuleCache()
+    yield c
+    c.close()
+
+
+def test_a_build_is_reused_only_under_the_same_answers_to_its_questions(cache):
+    # built with no forces; it asked about f and g
+    e = cache.add("m", {}, {"f": (1, 0), "g": (0, 2)}, "m.bc", 10)
+    assert cache.find("m", {}) is e
+    assert cache.find("m", {"h": 1}) is e          # h was never asked: same build
+    assert cache.find("m", {"f": 0}) is None       # f was asked: another answer, another build
+    e2 = cache.add("m", {"f": 0, "h": 1}, {"f": (0, 1), "g": (0, 2)}, "m2.bc", 11)
+    assert e2.forces == {"f": 0}                   # only what it asked about is kept
+    assert cache.find("m", {"f": 0, "h": 0}) is e2
+    assert cache.find("m", {"f": 1}) is None
+    assert cache.find("other", {}) is None
+
+
+def test_least_recently_used_goes_first(cache, tmp_path):
+    cache.MAX_PER_MODULE = 2
+    paths = []
+    for i in range(3):
+        p = tmp_path / f"{i}.bc"
+        p.write_bytes(b"x")
+        paths.append(p)
+    base = cache.add("m", {}, {"f": (1, 0)}, str(paths[0]), 1)
+    cache.add("m", {"f": 0}, {"f": (0, 1)}, str(paths[1]), 1)
+    assert cache.find("m", {}) is base          # used again: now the most recent
+    cache.add("m", {"f": 1, "g": 0}, {"f": (1, 0), "g": (0, 1)}, str(paths[2]), 1)
+    assert cache.find("m", {}) is base and cache.find("m", {"f": 0}) is None
+    assert not paths[1].exists() and paths[0].exists()
+
+
+def test_candidates_unexported_inline_all_first():
+    calls = {"api": (0, 1), "helper": (1, 2), "tiny": (0, 1), "hot": (5, 0), "done": (0, 3)}
+    got = candidates_from(calls, {"done": 1}, exported=lambda n: n == "api")
+    assert got[:2] == [("tiny", 1), ("helper", 1)]
+    assert ("done", 1) not in got and ("done", 0) not in got
+    assert got.index(("api", 1)) > got.index(("helper", 1))
+    assert set(got[2:]) == {("api", 1), ("helper", 0), ("hot", 0)}
+
+
+def test_read_trace_counts_answers(tmp_path):
+    p = tmp_path / "t"
+    p.write_text("a\tf\t1\nb\tf\t0\nb\tg\t1\nmalformed line\nc\tf\t1\n")
+    assert read_trace(str(p)) == {"f": (2, 1), "g": (1, 0)}
+    assert read_trace(str(tmp_path / "missing")) == {}
+
+
+@pytest.mark.parametrize("text", ["", "{", "[]", json.dumps({"format": 99}),
+                                  json.dumps({"format": 1, "program": "p", "setting": "lto", "done": False,
+                                              "kept": {"f": 2}}),
+                                  json.dumps({"format": 1, "program": "p", "setting": "lto", "done": False,
+                                              "best": -3})])
+def test_damaged_state_is_named_and_left_alone(tmp_path, text):
+    p = tmp_path / "p.lto.json"
+    p.write_text(text)
+    before = p.read_bytes()
+    with pytest.raises(RoomError) as err:
+        RoomState.load(str(p))
+    assert str(p) in str(err.value) and "damaged" in str(err.value)
+    assert p.read_bytes() == before
+
+
+def test_state_round_trip(tmp_path):
+    st = RoomState("p", "lto", oz=10, base=10, best=9, kept={"f": 1}, queue=[("g", 0)], tried=[["f", 1, 9, True]])
+    path = str(tmp_path / "s.json")
+    st.save(path)
+    back = RoomState.load(path)
+    assert back == st and not os.path.exists(path + ".tmp")
