@@ -183,7 +183,8 @@ def export(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(result, indent=1))
     if not outputs:
-        what = failed[0]["error"] if len(paths) == 1 else f"none of the {len(paths)} logs could be read"
+        what = failed[0]["error"] if len(paths) == 1 else \
+            f"{', '.join(args.logs)}: none of the {len(paths)} logs could be read"
         print(f"mlbridge: error: {what}; nothing written", file=sys.stderr)
         return 1
     if not args.json and not args.quiet:

@@ -18,7 +18,7 @@ import argparse
 import json
 import os
 import sys
-from typing import Any, Dict, List, Sequence
+from typing import Any, Callable, Dict, List, Sequence
 
 from .errors import UsageError
 from .progress import Progress
@@ -230,12 +230,38 @@ def _read_history(run_dir: str) -> List[Dict[str, Any]]:
     return history
 
 
+def _policy_problem(pol: Any) -> Any:
+    """What makes a policy read from a run file unusable by the trainer, or None."""
+    import numpy as np
+
+    from ..llvm.inliner_features import FEATURES
+    if not all(np.isfinite(a).all() for a in (pol.params, pol.mu, pol.sigma)):
+        return "it holds numbers that are not finite float32"
+    if not pol.names or not set(pol.names) <= set(FEATURES):
+        return f"its features {pol.names[:5]!r} are not the inliner's"
+    return None
+
+
+def _quietly(fn: Callable[[], Any]) -> Any:
+    """``fn()`` without numpy's warnings (1e308 cast to float32: judged by _policy_problem)."""
+    import warnings
+
+    import numpy as np
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        return fn()
+
+
 def _load_policy_file(path: str, opt: str) -> Any:
     from ..train.policy import MLPPolicy
     try:
-        return MLPPolicy.load(path)
+        pol = _quietly(lambda: MLPPolicy.load(path))
+        problem = _policy_problem(pol)
     except Exception as exc:   # whatever the file holds: one line, not a traceback
-        raise UsageError(f"{opt} {path}: not a policy file ({_reason(exc)})") from None
+        problem = _reason(exc)
+    if problem is not None:
+        raise UsageError(f"{opt} {path}: not a policy file ({problem})")
+    return pol
 
 
 def _check_checkpoint(out: str, cfg: Any) -> bool:
@@ -249,26 +275,21 @@ def _check_checkpoint(out: str, cfg: Any) -> bool:
         return False
     from types import SimpleNamespace
 
-    from ..llvm.inliner_features import FEATURES
-    from ..train.size_trainer import SizeTrainer
-    import warnings
-
     import numpy as np
+
+    from ..train.size_trainer import SizeTrainer
     probe: Any = SimpleNamespace(state_path=path, cfg=cfg)
     try:
-        with warnings.catch_warnings(), np.errstate(all="ignore"):   # 1e308 cast to float32: judged below
-            warnings.simplefilter("ignore")
-            SizeTrainer._resume(probe)
+        _quietly(lambda: SizeTrainer._resume(probe))
         pol = probe.policy
-        if not all(np.isfinite(a).all() for a in (pol.params, pol.mu, pol.sigma)):
-            problem = "its policy holds numbers that are not finite float32"
+        policy_problem = _policy_problem(pol)
+        if policy_problem is not None:
+            problem = f"its policy: {policy_problem}"
         elif probe.es is not None and not (np.isfinite(probe.es.mean).all() and np.isfinite(probe.es.m).all()
                                            and np.isfinite(probe.es.v).all()):
             problem = "its ES state holds numbers that are not finite"
         elif (probe.es is None) == (probe.ppo is None):
             problem = "it holds neither an ES nor a PPO state" if probe.es is None else "it holds an ES and a PPO state"
-        elif not pol.names or not set(pol.names) <= set(FEATURES):
-            problem = f"its policy's features {pol.names[:5]!r} are not the inliner's"
         elif probe.es is not None and probe.es.mean.size != pol.params.size:
             problem = f"its ES state has {probe.es.mean.size} parameters, its policy {pol.params.size}"
         elif probe.step < 0 or probe.total_compiles < 0:
