@@ -42,6 +42,8 @@ SETTINGS = ("objects", "linked", "lto")
 #: a link slower than this is reported as timed out (full LTO of a large C++ program)
 LINK_TIMEOUT = 1800.0
 _SECTIONS = ("-ffunction-sections", "-fdata-sections")
+#: bump when what a cached program size means changes (the link's flags)
+LINK_FORMAT = "2"
 
 
 @dataclass(frozen=True)
@@ -65,7 +67,8 @@ class Setting:
     def compile_options(self, program: Program, base: CompileOptions) -> CompileOptions:
         """How each member of PROGRAM is compiled in this setting. A shared
         library's code must be position independent, not merely position
-        independent for an executable: the recorded ``-pic-is-pie`` is dropped."""
+        independent for an executable: the recorded ``-pic-is-pie`` is dropped
+        (and the link binds symbolically, link_command)."""
         args: Tuple[str, ...] = _SECTIONS + (("-flto=full", "-flto-unit") if self.lto else ())
         drop = ("-pic-is-pie",) if program.kind == "shared" else ()
         return dataclasses.replace(base, setting_args=args, setting_drop=drop, bitcode=self.lto,
@@ -110,7 +113,10 @@ def link_command(program: Program, inputs: Sequence[str], out: str, toolchain: T
     if setting.lto:
         cmd += ["-flto=full", opt, *_SECTIONS]
     if program.kind == "shared":
-        cmd += ["-shared", f"-Wl,--version-script={script}"]
+        # -Bsymbolic: the recorded compiles assumed an executable (-pic-is-pie), so
+        # the bitcode already calls its own functions directly (dso_local); a shared
+        # link must bind those references inside the library, as they were compiled
+        cmd += ["-shared", "-Wl,-Bsymbolic", f"-Wl,--version-script={script}"]
     env: Dict[str, str] = {}
     if setting.lto and policy.uses_plugin:
         if not toolchain.plugin:
@@ -253,7 +259,7 @@ def program_key(corpus_key_parts: Sequence[str], program: Program, setting: Sett
     """The cache key of a program's -Oz size: the setting, the program's
     description and every member's module key (bitcode, command, clang)."""
     h = hashlib.sha256()
-    h.update(f"program\0{setting.name}\0{program.as_dict()!r}\0".encode())
+    h.update(f"program\0{LINK_FORMAT}\0{setting.name}\0{program.as_dict()!r}\0".encode())
     for part in corpus_key_parts:
         h.update(part.encode() + b"\0")
     return h.hexdigest()
