@@ -168,3 +168,18 @@ def test_setting_cost_bench_runs(corpus):
     rows = [json.loads(ln) for ln in p.stdout.splitlines() if ln.startswith("{")]
     assert [r["setting"] for r in rows] == ["linked", "lto"]
     assert all(r["ok"] and r["units"] == 1 and r["cpu_s"] > 0 for r in rows)
+
+
+def test_a_library_that_takes_its_own_exports_address_links(toolchain, tmp_path):
+    """Corpus modules were compiled for an executable (-pic-is-pie): their
+    bitcode calls exported functions directly. Linked into a shared library
+    those calls must bind inside it (-Bsymbolic), not fail on R_X86_64_PC32."""
+    src = tmp_path / "api.c"
+    src.write_text("int api_g(int x) { return x * 3 + 1; }\n"
+                   "void *api_f(void) { return (void *)api_g; }\n")   # the address of an export: PC32
+    root = mini_corpus.make_corpus(str(tmp_path / "corpus"), [str(src)])
+    prog = Program("libapi.so", "shared", ("*",), ("api_*",))
+    for s in ("linked", "lto"):
+        r = build_program(layout.load(root), prog, Policy.parse("oz"), Setting(s), str(tmp_path), toolchain,
+                          CompileOptions())
+        assert r.ok, (s, r.error)
