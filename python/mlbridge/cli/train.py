@@ -18,7 +18,7 @@ import argparse
 import json
 import os
 import sys
-from typing import Any, Callable, Dict, List, Sequence
+from typing import Any, Callable, Dict, List, Sequence, Tuple
 
 from .errors import UsageError
 from .progress import Progress
@@ -36,7 +36,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--hidden", default="16", help="hidden layer sizes, e.g. 16 or 32,16; 0 for a linear policy")
     r.add_argument("--steps", type=int, default=1000, help="stop after this many steps (generations / batches)")
     r.add_argument("--minutes", type=float, default=None, help="stop after this much training time (resumable)")
-    r.add_argument("--modules-per-step", type=int, default=16)
+    r.add_argument("--modules-per-step", type=int, default=16,
+                   help="modules (programs, in the linked and lto settings) compiled for each candidate")
+    r.add_argument("--setting", choices=("objects", "linked", "lto"), default="objects",
+                   help="where rewards are measured: each module's object (default), or each program of the "
+                        "corpora's programs.json linked by lld, or under full LTO (ES only; docs/training.md)")
     r.add_argument("--pairs", type=int, default=8, help="es: antithetic pairs per generation")
     r.add_argument("--sigma", type=float, default=0.05, help="es: perturbation scale")
     r.add_argument("--lr", type=float, default=0.02, help="es: Adam step size")
@@ -121,18 +125,19 @@ def _project(corpus: Any) -> str:
 
 def run_train(args: argparse.Namespace) -> int:
     from ..corpus.compile import CompileSetupError, Toolchain
-    from ..corpus.evaluate import oz_sizes
     from ..llvm.inliner_features import FEATURES
     from ..train.policy import MLPPolicy
     from ..train.size_trainer import SizeTrainer, TrainConfig, corpus_modules
 
     if args.ray and args.algo != "es":
         raise UsageError("--ray runs ES's compiles; PPO's sampling policy answers in this process")
+    if args.setting != "objects" and (args.algo != "es" or args.ray):
+        raise UsageError(f"--setting {args.setting}: ES on this machine only (no --algo ppo, no --ray)")
     corpora = _load_corpora(args.corpora)
     cfg = TrainConfig(algo=args.algo, hidden=_hidden(args.hidden), modules_per_step=args.modules_per_step,
                       jobs=args.jobs, seed=args.seed, pairs=args.pairs, sigma=args.sigma, lr=args.lr,
                       steps=args.steps, budget_s=None if args.minutes is None else 60 * args.minutes,
-                      eval_every=args.eval_every, timeout=args.timeout)
+                      eval_every=args.eval_every, timeout=args.timeout, setting=args.setting)
     # The run folder and what it resumes from, before the first compile.
     if os.path.lexists(args.out) and not os.path.isdir(args.out):
         raise UsageError(f"{args.out}: exists and is not a folder (-o names the run folder)")
@@ -145,10 +150,7 @@ def run_train(args: argparse.Namespace) -> int:
     except CompileSetupError as exc:
         raise UsageError(str(exc)) from None
     modules = corpus_modules(corpora)
-    with Progress(len(modules), "-Oz baseline", quiet=args.quiet, unit="module") as bar:
-        baseline = {}
-        for c in corpora:
-            baseline.update(oz_sizes(c, tc, jobs=args.jobs or None, on_done=lambda _: bar.update(1)))
+    units, baseline = _units_and_baseline(args, corpora, modules, tc)
     init = None
     if not os.path.exists(os.path.join(args.out, "state.json")):
         if args.init == "zero":
@@ -184,7 +186,7 @@ def run_train(args: argparse.Namespace) -> int:
             raise UsageError("--ray needs Ray (pip install 'ray[default]')") from None
         except Exception as exc:   # ray.init's errors: no cluster at the address, ...
             raise UsageError(f"--ray {args.ray}: {type(exc).__name__}: {exc}") from None
-    trainer = SizeTrainer(args.out, modules, baseline, tc, cfg, init, progress=progress, compiles=compiles)
+    trainer = SizeTrainer(args.out, units, baseline, tc, cfg, init, progress=progress, compiles=compiles)
     bar.n = trainer.step
     try:
         summary = trainer.run()
@@ -262,6 +264,36 @@ def _load_policy_file(path: str, opt: str) -> Any:
     if problem is not None:
         raise UsageError(f"{opt} {path}: not a policy file ({problem})")
     return pol
+
+
+def _units_and_baseline(args: argparse.Namespace, corpora: Sequence[Any], modules: List[Any],
+                        tc: Any) -> Tuple[List[Any], Dict[str, int]]:
+    """What training compiles, and its -Oz sizes: the modules, or in a
+    whole-program setting each corpus's programs (their -Oz builds, cached)."""
+    from ..corpus.compile import CompileSetupError
+    from ..corpus.evaluate import OZ, BaselineCache, default_cache_dir, evaluate, oz_sizes
+    from ..corpus.layout import CorpusError
+    from ..corpus.settings import Setting, find_lld, program_units
+    baseline: Dict[str, int] = {}
+    if args.setting == "objects":
+        with Progress(len(modules), "-Oz baseline", quiet=args.quiet, unit="module") as bar:
+            for c in corpora:
+                baseline.update(oz_sizes(c, tc, jobs=args.jobs or None, on_done=lambda _: bar.update(1)))
+        return modules, baseline
+    setting = Setting.parse(args.setting)
+    try:
+        find_lld(tc.clang)
+        per_corpus = [(c, program_units(c, setting)) for c in corpora]
+    except (CorpusError, CompileSetupError) as exc:
+        raise UsageError(str(exc)) from None
+    units = [u for _, us in per_corpus for u in us]
+    with Progress(len(units), f"-Oz baseline ({setting.name})", quiet=args.quiet, unit="program") as bar:
+        for c, us in per_corpus:
+            ev = evaluate(c, OZ, tc, jobs=args.jobs or None, cache=BaselineCache(default_cache_dir()),
+                          setting=setting, on_done=lambda _: bar.update(1))
+            sizes = {s.module: s.baseline.text_bytes for s in ev.scores if s.ok}
+            baseline.update({u.name: int(sizes[u.program.name]) for u in us if sizes.get(u.program.name)})
+    return units, baseline
 
 
 def _check_checkpoint(out: str, cfg: Any) -> bool:

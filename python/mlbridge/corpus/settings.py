@@ -255,6 +255,30 @@ def _check_exports(program: Program, linked: str) -> Optional[str]:
     return None
 
 
+@dataclass(frozen=True)
+class ProgramUnit:
+    """A program in a setting, as training sees it: what a module is in the
+    objects setting (a name, and a build under a policy that returns its size)."""
+    corpus: Corpus
+    program: Program
+    setting: Setting
+
+    @property
+    def name(self) -> str:
+        return f"{os.path.basename(os.path.normpath(self.corpus.root))}/{self.program.name}"
+
+    def build(self, policy: Policy, work: str, toolchain: Toolchain, options: CompileOptions,
+              tag: str = "") -> CompileResult:
+        r = build_program(self.corpus, self.program, policy, self.setting, work, toolchain, options, tag=tag)
+        r.module = self.name
+        return r
+
+
+def program_units(corpus: Corpus, setting: Setting) -> List[ProgramUnit]:
+    from .programs import load_programs
+    return [ProgramUnit(corpus, p, setting) for p in load_programs(corpus)]
+
+
 def program_key(corpus_key_parts: Sequence[str], program: Program, setting: Setting) -> str:
     """The cache key of a program's -Oz size: the setting, the program's
     description and every member's module key (bitcode, command, clang)."""

@@ -24,6 +24,15 @@ from ..corpus.layout import Module
 Job = Tuple[Module, Policy, str]
 
 
+def build_unit(unit: Any, policy: Policy, work: str, toolchain: Toolchain, options: CompileOptions,
+               tag: str) -> CompileResult:
+    """A training unit under POLICY: a corpus module (objects setting), or a
+    program in a whole-program setting (``settings.ProgramUnit``)."""
+    if isinstance(unit, Module):
+        return compile_module(unit, policy, work, toolchain, options, tag=tag)
+    return unit.build(policy, work, toolchain, options, tag=tag)
+
+
 class LocalCompiles:
     """`jobs` compiles at a time in this process's threads."""
 
@@ -32,7 +41,7 @@ class LocalCompiles:
 
     def run(self, jobs: Sequence[Job], work: str, toolchain: Toolchain, options: CompileOptions) -> List[CompileResult]:
         with ThreadPoolExecutor(self.jobs) as pool:
-            return list(pool.map(lambda j: compile_module(j[0], j[1], work, toolchain, options, tag=j[2]), jobs))
+            return list(pool.map(lambda j: build_unit(j[0], j[1], work, toolchain, options, j[2]), jobs))
 
     def close(self) -> None:
         pass

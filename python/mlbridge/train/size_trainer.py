@@ -55,6 +55,8 @@ class TrainConfig:
     budget_s: Optional[float] = None
     eval_every: int = 10             # greedy evaluation of the current policy on all training modules
     timeout: float = 120.0
+    #: where rewards are measured (corpus/settings.py): per module, or per linked / LTO program
+    setting: str = "objects"
 
     def as_dict(self) -> Dict[str, Any]:
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}

@@ -183,3 +183,36 @@ def test_a_library_that_takes_its_own_exports_address_links(toolchain, tmp_path)
         r = build_program(layout.load(root), prog, Policy.parse("oz"), Setting(s), str(tmp_path), toolchain,
                           CompileOptions())
         assert r.ok, (s, r.error)
+
+
+def test_es_training_in_lto_beats_its_start_and_resumes(corpus, toolchain, tmp_path):
+    """ES with rewards from the linked LTO program (the policy deciding in the
+    pre-link compiles and in lld): from never-inlining, a few generations
+    must make the program smaller; a trainer that makes no progress fails.
+    (Never inlining is about -Oz's size here under LTO, so the start is
+    inlining everything.)"""
+    from mlbridge.corpus.settings import program_units
+    from mlbridge.llvm.inliner_features import FEATURES
+    from mlbridge.train.policy import MLPPolicy
+    from mlbridge.train.size_trainer import SizeTrainer, TrainConfig
+    c = layout.load(corpus)
+    units = program_units(c, Setting("lto"))
+    ev = evaluate(c, Policy.parse("oz"), toolchain, jobs=2, setting=Setting("lto"))
+    base = {units[0].name: ev.scores[0].baseline.text_bytes}
+    start = MLPPolicy(list(FEATURES), hidden=(4,), seed=0)
+    start.params[-1] = 0.05                                      # output bias: always inline
+    cfg = TrainConfig(algo="es", hidden=(4,), modules_per_step=1, pairs=3, sigma=0.5, lr=0.3, steps=3,
+                      eval_every=100, jobs=2, seed=1, setting="lto")
+    out = str(tmp_path / "run")
+    tr = SizeTrainer(out, units, base, toolchain, cfg, start)
+    before = tr.evaluate(start)
+    assert before["failures"] == 0 and before["total_reward"] < -0.02
+    tr.run()
+    cfg.steps = 4
+    again = SizeTrainer(out, units, base, toolchain, cfg)
+    assert again.step == 3
+    again.run()
+    after = again.evaluate(MLPPolicy.load(os.path.join(out, "policy.json")))
+    again.close()
+    assert after["failures"] == 0
+    assert after["total_reward"] > before["total_reward"] + 0.01, (before, after)
