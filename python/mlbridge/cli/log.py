@@ -145,7 +145,8 @@ def export(args: argparse.Namespace) -> int:
     try:
         mode = lx.choose_reward_mode(paths, args.reward)
         sink = lx.SINKS[args.format](args.output)
-        with Progress(len(paths), "export", quiet=args.quiet or args.json, unit="log") as prog:
+        # no progress for one log: its error, if any, is the one line on stderr
+        with Progress(len(paths), "export", quiet=args.quiet or args.json or len(paths) == 1, unit="log") as prog:
             for path in paths:
                 try:
                     trajs = lx.trajectories(read_training_log(path), mode)
