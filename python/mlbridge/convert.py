@@ -280,12 +280,11 @@ def convert(src: str, dst: str, *, tf_python: Optional[str] = None, opset: int =
             timeout: float = 900) -> ConvertReport:
     """Converts `src` (SavedModel folder, .tflite, or LLVM model folder) to
     ONNX at `dst`; returns what was done and checked. Raises ConvertError."""
-    import numpy as np
-    import onnx
-
     kind, model_path = _source_kind(src)
     if samples < 1:
         raise ConvertError("samples must be at least 1")
+    if os.path.isdir(dst):   # checked first: the result would land inside it under another name
+        raise ConvertError(f"{dst}: is a folder; -o names the .onnx file to write")
     py = find_tf_python(tf_python)
     report = ConvertReport(source=src, output=dst, kind=kind, opset=opset, samples=samples, rtol=rtol, atol=atol)
     with tempfile.TemporaryDirectory(prefix="mlbridge-convert-") as work:
@@ -308,45 +307,72 @@ def convert(src: str, dst: str, *, tf_python: Optional[str] = None, opset: int =
             msg = next((ln for ln in reversed(lines) if ln.startswith("convert-worker: ")), None)
             raise ConvertError(msg[len("convert-worker: "):] if msg else
                                "TensorFlow side failed: " + " | ".join(lines[-3:]))
-        with open(result_path) as f:
-            result = json.load(f)
-        report.inputs = [TensorInfo(**t) for t in result["inputs"]]
-        report.outputs = [TensorInfo(**t) for t in result["outputs"]]
-
-        model = onnx.load(os.path.join(work, "model.onnx"))
-        wanted = {t.source_name: t.name for t in report.inputs + report.outputs if t.source_name}
-        _restore_names(model, wanted, report)
-        _drop_unread_inputs(model, report)
-        graph_outputs = {o.name for o in model.graph.output}
-        missing = [t.name for t in report.outputs if t.name not in graph_outputs]
-        if missing:
-            raise ConvertError(f"the converted graph has no output {', '.join(missing)} "
-                               f"(has: {', '.join(sorted(graph_outputs))})")
-        _engine_ops(model, report)
-        onnx.checker.check_model(model)
-        tmp_out = os.path.join(work, "restored.onnx")
-        onnx.save(model, tmp_out)
-
-        # The check: the source's outputs (computed by TF) against ONNX Runtime's.
-        import onnxruntime as ort
-
-        data = np.load(os.path.join(work, "samples.npz"))
-        sess = ort.InferenceSession(tmp_out, providers=["CPUExecutionProvider"])
-        feed_names = [i.name for i in sess.get_inputs()]
-        unknown = [n for n in feed_names if f"in0/{n}" not in data]
-        if unknown:
-            raise ConvertError(f"the converted graph has inputs the source does not: {', '.join(unknown)} "
-                               f"(source inputs: {', '.join(t.name for t in report.inputs)})")
-        for k in range(samples):
-            feeds = {n: data[f"in{k}/{n}"] for n in feed_names}
-            got = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, feeds)))
-            expected = {t.name: data[f"out{k}/{t.name}"] for t in report.outputs}
-            _compare(expected, got, report)
-        if engine_check:
-            _engine_check(tmp_out, report, timeout)
-        os.makedirs(os.path.dirname(os.path.abspath(dst)), exist_ok=True)
-        shutil.move(tmp_out, dst)
+        try:
+            _finish(src, dst, work, result_path, report, samples, engine_check, timeout)
+        except ConvertError as e:   # say which model
+            raise ConvertError(str(e) if src in str(e) else f"{src}: {e}") from None
+        except Exception as e:  # noqa: BLE001 - onnx, protobuf and ONNX Runtime raise many kinds
+            msg = " ".join(str(e).split())[:300]
+            raise ConvertError(f"{src}: the converted model cannot be used ({type(e).__name__}: {msg}); "
+                               "nothing written") from None
     return report
+
+
+def _finish(src: str, dst: str, work: str, result_path: str, report: ConvertReport, samples: int,
+            engine_check: bool, timeout: float) -> None:
+    """After the TensorFlow side: names restored, the result checked against the
+    source's outputs, then written to ``dst`` under a temporary name and renamed."""
+    import numpy as np
+    import onnx
+
+    with open(result_path) as f:
+        result = json.load(f)
+    report.inputs = [TensorInfo(**t) for t in result["inputs"]]
+    report.outputs = [TensorInfo(**t) for t in result["outputs"]]
+
+    model = onnx.load(os.path.join(work, "model.onnx"))
+    wanted = {t.source_name: t.name for t in report.inputs + report.outputs if t.source_name}
+    _restore_names(model, wanted, report)
+    _drop_unread_inputs(model, report)
+    graph_outputs = {o.name for o in model.graph.output}
+    missing = [t.name for t in report.outputs if t.name not in graph_outputs]
+    if missing:
+        raise ConvertError(f"the converted graph has no output {', '.join(missing)} "
+                           f"(has: {', '.join(sorted(graph_outputs))})")
+    _engine_ops(model, report)
+    onnx.checker.check_model(model)
+    tmp_out = os.path.join(work, "restored.onnx")
+    onnx.save(model, tmp_out)
+
+    # The check: the source's outputs (computed by TF) against ONNX Runtime's.
+    import onnxruntime as ort
+
+    data = np.load(os.path.join(work, "samples.npz"))
+    sess = ort.InferenceSession(tmp_out, providers=["CPUExecutionProvider"])
+    feed_names = [i.name for i in sess.get_inputs()]
+    unknown = [n for n in feed_names if f"in0/{n}" not in data]
+    if unknown:
+        raise ConvertError(f"the converted graph has inputs the source does not: {', '.join(unknown)} "
+                           f"(source inputs: {', '.join(t.name for t in report.inputs)})")
+    for k in range(samples):
+        feeds = {n: data[f"in{k}/{n}"] for n in feed_names}
+        got = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, feeds)))
+        expected = {t.name: data[f"out{k}/{t.name}"] for t in report.outputs}
+        _compare(expected, got, report)
+    if engine_check:
+        _engine_check(tmp_out, report, timeout)
+    folder = os.path.dirname(os.path.abspath(dst))
+    os.makedirs(folder, exist_ok=True)
+    partial = os.path.join(folder, f".tmp-{os.getpid()}-{os.path.basename(dst)}")
+    try:   # complete, then renamed: a failure (a full disk) leaves no partial .onnx
+        shutil.copyfile(tmp_out, partial)
+        os.replace(partial, dst)
+    except BaseException:
+        try:
+            os.unlink(partial)
+        except OSError:
+            pass
+        raise
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

@@ -801,6 +801,75 @@ def test_damaged_model_convert(base):
     prop()
 
 
+_STANDIN = """
+import json, os, shutil, sys
+# A stand-in for the TensorFlow environment's worker: the "converted" model is
+# the source file's bytes, the signature and the source's outputs come ready-made.
+job = json.loads(sys.argv[3])
+here = os.path.dirname(os.path.abspath(__file__))
+shutil.copyfile(job["src"], os.path.join(job["work"], "model.onnx"))
+for name in ("result.json", "samples.npz"):
+    shutil.copyfile(os.path.join(here, name), os.path.join(job["work"], name))
+"""
+
+
+@pytest.fixture(scope="module")
+def standin_tf(tmp_path_factory):
+    """(the stand-in worker's Python, the model bytes it passes through): a small
+    policy exported to ONNX, its signature, two samples of its outputs."""
+    import onnxruntime as ort
+
+    from mlbridge.llvm.inliner_features import FEATURES
+    from mlbridge.train.policy import MLPPolicy
+    d = str(tmp_path_factory.mktemp("standin"))
+    model = MLPPolicy(list(FEATURES), (2,), seed=3).export_onnx(os.path.join(d, "model.onnx"))
+    sess = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(0)
+    samples: Dict[str, np.ndarray] = {}
+    for k in range(2):
+        feeds = {n: rng.integers(-50, 50, 1).astype(np.int64) for n in FEATURES}
+        samples.update({f"in{k}/{n}": v for n, v in feeds.items()})
+        samples[f"out{k}/inlining_decision"] = sess.run(None, feeds)[0]
+    np.savez(os.path.join(d, "samples.npz"), **samples)
+    with open(os.path.join(d, "result.json"), "w") as f:
+        json.dump({"inputs": [{"name": n, "dtype": "int64", "shape": [1]} for n in FEATURES],
+                   "outputs": [{"name": "inlining_decision", "dtype": "int64", "shape": [1]}]}, f)
+    worker = os.path.join(d, "python")
+    with open(worker, "w") as f:
+        f.write(f"#!{sys.executable}\n{_STANDIN}")
+    os.chmod(worker, 0o755)
+    with open(model, "rb") as f:
+        return worker, f.read()
+
+
+def test_damaged_model_convert_past_tensorflow(base, standin_tf):
+    """What follows the TensorFlow side (ONNX parsing, checking, ONNX Runtime on
+    samples, the write), on damaged model bytes passed through by a stand-in
+    worker: a good model is written, anything else is one line and no file."""
+    worker, good = standin_tf
+
+    @budget(30)
+    @given(data=st.data())
+    def prop(data):
+        ws = Workspace(base)
+        src = ws.path("in", "model.tflite")
+        damage(data.draw, src, good)
+        out = ws.path("out", "m.onnx")
+        if data.draw(st.booleans()):
+            write(out, b"an earlier conversion\n")
+        before = ws.snapshot()
+        argv = ["convert", src, "-o", out, "--samples", "2", "--tf-python", worker]
+        run = ws.run(argv)
+        if run.rc == 2 and "warning: the built-in engine lacks" in run.err:   # documented: written, and said
+            assert len(run.lines) == 1 and os.path.isfile(out), run.err
+            return
+        check_run(ws, run, before, names=[src], outputs=["out"], argv=argv)
+        if run.rc == 0:
+            import onnx
+            onnx.checker.check_model(onnx.load(out))
+    prop()
+
+
 # ---- as real processes ------------------------------------------------------------------------
 
 def test_as_processes(tmp_path):
