@@ -29,7 +29,7 @@ struct InlineRunnerConfig {
   // Per callee, the answer for every call site of it (1 inline, 0 not), over
   // whatever else decided: joint decisions ("inline all calls of f, so f can
   // go"), the primitive of the room search (docs/training.md). Read from a
-  // file of `NAME<TAB>0|1` lines.
+  // file of `NAME<TAB>0|1` lines; NAME `*` answers for every callee not listed.
   std::unordered_map<std::string, bool> callees;
   bool calleesGiven = false;    // a file was named (it may list no callee)
   std::string calleesError;     // the file could not be read: warn, use the stock inliner

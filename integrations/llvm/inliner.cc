@@ -155,7 +155,9 @@ class MLBridgeInlineAdvisor final : public llvm::MLInlineAdvisor {
     }
     ++queries_;
     if (!callees_.empty()) {
+      // The callee's own line, else the "*" line (the answer for every callee not listed).
       auto it = callees_.find(cb.getCalledFunction()->getName().str());
+      if (it == callees_.end()) it = callees_.find("*");
       if (it != callees_.end()) {
         inlineIt = it->second;
         ++forced_;

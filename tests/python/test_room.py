@@ -83,3 +83,18 @@ def test_state_round_trip(tmp_path):
     st.save(path)
     back = RoomState.load(path)
     assert back == st and not os.path.exists(path + ".tmp")
+
+
+def test_a_default_answer_changes_every_build(cache):
+    """'*' answers for every callee not listed: a build made without it (or
+    with another default) is never reused under it."""
+    e = cache.add("m", {"*": 0}, {"f": (0, 1)}, "m.bc", 1)
+    assert e.forces == {"*": 0}
+    assert cache.find("m", {"*": 0, "g": 1}) is e       # g never asked
+    assert cache.find("m", {}) is None and cache.find("m", {"*": 1}) is None
+    plain = cache.add("m", {}, {"f": (1, 0)}, "p.bc", 1)
+    assert cache.find("m", {"*": 0}) is e and cache.find("m", {}) is plain
+
+
+def test_candidates_skip_the_default_line():
+    assert candidates_from({"*": (0, 3), "f": (0, 1)}, {"*": 0}) == [("f", 1)]

@@ -153,11 +153,12 @@ def _run(cmd: List[str], env: Dict[str, str], policy: Policy, timeout: float, cw
 
 def build_program(corpus: Corpus, program: Program, policy: Policy, setting: Setting, work: str,
                   toolchain: Toolchain, options: CompileOptions, *, tag: str = "",
-                  keep: bool = False) -> CompileResult:
+                  keep: bool = False, link_env: Optional[Dict[str, str]] = None) -> CompileResult:
     """Compiles PROGRAM's modules under POLICY in SETTING, links them and measures
     the linked file's .text. Returns a CompileResult named after the program
     (``ok=False`` with the reason when a member, the link or a check fails).
-    KEEP: leave the linked file (``object_path``) for the caller."""
+    KEEP: leave the linked file (``object_path``) for the caller. LINK_ENV: more
+    of the linker's environment (a training log's path)."""
     res = CompileResult(program.name, ok=False)
     start = time.monotonic()
     folder = os.path.join(work, f"{program.name}.{tag or policy.kind}")
@@ -177,7 +178,7 @@ def build_program(corpus: Corpus, program: Program, policy: Policy, setting: Set
                 return res
             decisions += r.decisions or 0
         linked = link_program(program, made, policy, setting, folder, toolchain, options,
-                              opt_level(members[0]), keep=keep)
+                              opt_level(members[0]), keep=keep, extra_env=link_env)
         if linked.decisions is not None or policy.uses_plugin:
             linked.decisions = decisions + (linked.decisions or 0)
         return linked

@@ -33,6 +33,18 @@ class Trajectory:
     tested: np.ndarray
 
 
+def read_decisions(log_path: str) -> Optional[Trajectory]:
+    """A training log's queries as a Trajectory (None when it logged none)."""
+    log = read_training_log(log_path)
+    trajs = [t for t in log.trajectories if t.steps]
+    if not trajs:
+        return None
+    x = np.concatenate([np.column_stack([t.features[n].reshape(t.steps) for n in FEATURES]) for t in trajs])
+    default = np.concatenate([t.features[DEFAULT_DECISION].reshape(t.steps) for t in trajs]).astype(np.int8)
+    decision = np.concatenate([t.features[_DECISION].reshape(t.steps) for t in trajs]).astype(np.int8)
+    return Trajectory(x.astype(np.int64), default, decision, np.zeros(len(default), bool))
+
+
 def _flip_args(plugin: str, log_path: str, flips: Sequence[int], model: Optional[str]) -> List[str]:
     args = plugin_args(plugin) + ["-mllvm", f"-mlbridge-inline-training-log={log_path}"]
     if model:
@@ -59,14 +71,7 @@ def compile_with_flips(module: Module, flips: Sequence[int], toolchain: Toolchai
         r = compile_module(module, _OZ, work, toolchain, opts, tag=f"flip{threading.get_ident()}")
         if not r.ok or not want_log or not os.path.exists(log_path):
             return r, None
-        log = read_training_log(log_path)
-        trajs = [t for t in log.trajectories if t.steps]
-        if not trajs:
-            return r, None
-        x = np.concatenate([np.column_stack([t.features[n].reshape(t.steps) for n in FEATURES]) for t in trajs])
-        default = np.concatenate([t.features[DEFAULT_DECISION].reshape(t.steps) for t in trajs]).astype(np.int8)
-        decision = np.concatenate([t.features[_DECISION].reshape(t.steps) for t in trajs]).astype(np.int8)
-        return r, Trajectory(x.astype(np.int64), default, decision, np.zeros(len(default), bool))
+        return r, read_decisions(log_path)
     finally:
         try:
             os.unlink(log_path)

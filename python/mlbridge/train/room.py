@@ -42,6 +42,8 @@ STATE_FORMAT = 1
 MAX_TRACE_BYTES = 512 << 20
 
 Candidate = Tuple[str, int]   # (callee, answer for all its calls)
+#: where a search starts: the callee file's lines before any candidate ("*": every other callee)
+STARTS = {"oz": {}, "never": {"*": 0}}
 
 
 class RoomError(MLBridgeError):
@@ -62,6 +64,8 @@ class Measure:
 class RoomState:
     program: str
     setting: str
+    #: where the search starts: "oz" (-Oz's heuristic) or "never" (no call inlined)
+    start: str = "oz"
     oz: Optional[int] = None
     base: Optional[int] = None
     best: Optional[int] = None
@@ -87,7 +91,9 @@ class RoomState:
                 d = json.loads(f.read(64 << 20))
             if not isinstance(d, dict) or d.get("format") != STATE_FORMAT:
                 raise ValueError("not a room-search state of this version")
-            st = RoomState(str(d["program"]), str(d["setting"]))
+            st = RoomState(str(d["program"]), str(d["setting"]), str(d.get("start", "oz")))
+            if st.start not in STARTS:
+                raise ValueError(f"start {st.start!r} is not one of {', '.join(STARTS)}")
             for k in ("oz", "base", "best"):
                 v = d.get(k)
                 if v is not None and (not isinstance(v, int) or v < 0):
@@ -140,7 +146,7 @@ def candidates_from(calls: Dict[str, Tuple[int, int]], kept: Dict[str, int],
     lets the callee go; an exported one stays whatever its callers do."""
     out: List[Tuple[int, int, int, str, int]] = []
     for callee, (y, n) in calls.items():
-        if callee in kept:
+        if callee in kept or callee == "*":
             continue
         if n:
             out.append((int(exported(callee)), y + n, 0, callee, 1))
@@ -196,8 +202,8 @@ class ModuleCache:
         with self._lock:
             lst = self._entries.get(module, [])
             for i, e in enumerate(lst):
-                if all(forces.get(c) == a for c, a in e.forces.items()) and \
-                        not any(c in forces for c in e.calls if c not in e.forces):
+                if all(forces.get(c) == a for c, a in e.forces.items()) and ("*" in forces) == ("*" in e.forces) \
+                        and not any(c in forces for c in e.calls if c not in e.forces):
                     self.hits += 1
                     lst.insert(0, lst.pop(i))   # most recently used first: the last to go
                     return e
@@ -206,7 +212,7 @@ class ModuleCache:
 
     def add(self, module: str, forces: Dict[str, int], calls: Dict[str, Tuple[int, int]], path: str,
             text_bytes: Optional[int]) -> CacheEntry:
-        entry = CacheEntry({c: a for c, a in forces.items() if c in calls}, calls, path, text_bytes)
+        entry = CacheEntry({c: a for c, a in forces.items() if c in calls or c == "*"}, calls, path, text_bytes)
         with self._lock:
             lst = self._entries.setdefault(module, [])
             lst.insert(0, entry)
@@ -228,14 +234,17 @@ class RoomSearch:
     member objects, summed)."""
 
     def __init__(self, corpus: Corpus, program: Program, setting: Setting, toolchain: Toolchain, out: str, *,
-                 jobs: int = 2, options: Optional[CompileOptions] = None) -> None:
+                 jobs: int = 2, options: Optional[CompileOptions] = None, start: str = "oz") -> None:
+        if start not in STARTS:
+            raise RoomError(f"start {start!r}: expected one of {', '.join(STARTS)}")
         self.corpus, self.program, self.setting, self.toolchain = corpus, program, setting, toolchain
         self.jobs = max(1, jobs)
         self.options = options or CompileOptions()
-        self.path = os.path.join(out, f"{program.name}.{setting.name}.json")
+        self.path = os.path.join(out, f"{program.name}.{setting.name}.{start}.json")
         self.cache = ModuleCache()
-        self.state = RoomState.load(self.path) if os.path.exists(self.path) else RoomState(program.name, setting.name)
-        if (self.state.program, self.state.setting) != (program.name, setting.name):
+        self.state = RoomState.load(self.path) if os.path.exists(self.path) else \
+            RoomState(program.name, setting.name, start, kept=dict(STARTS[start]))
+        if (self.state.program, self.state.setting, self.state.start) != (program.name, setting.name, start):
             raise RoomError(f"{self.path}: the state of another program or setting; left as it is")
 
     def exported(self, name: str) -> bool:
@@ -290,6 +299,35 @@ class RoomSearch:
         finally:
             shutil.rmtree(folder, ignore_errors=True)
 
+    def logged(self, forces: Dict[str, int], work: str) -> Tuple[Measure, List[Any]]:
+        """Builds the program under FORCES with a training log per process (each
+        pre-link compile, and the linker): the decisions taken with their 38
+        features, what learning from the search imitates."""
+        from .logged_compile import read_decisions
+        folder = tempfile.mkdtemp(prefix="log-", dir=work)
+        try:
+            callees = os.path.join(folder, "callees.txt")
+            with open(callees, "w", encoding="utf-8") as f:
+                f.writelines(f"{c}\t{a}\n" for c, a in sorted(forces.items()))
+            logs: List[str] = []
+
+            def log_env(module: Any) -> Dict[str, str]:
+                logs.append(os.path.join(folder, f"m{len(logs)}.log"))
+                return {"MLBRIDGE_INLINE_TRAINING_LOG": logs[-1]}
+
+            opts = dataclasses.replace(self.options, extra_env=log_env)
+            link_log = os.path.join(folder, "link.log")
+            if self.setting.whole_program:
+                opts = dataclasses.replace(opts, environ=dict(opts.environ))
+                r = build_program(self.corpus, self.program, Policy.callees(callees), self.setting, folder,
+                                  self.toolchain, opts, tag="log", link_env={"MLBRIDGE_INLINE_TRAINING_LOG": link_log})
+            else:
+                r = self._objects(Policy.callees(callees), folder, opts)
+            trajs = [t for p in logs + [link_log] if os.path.exists(p) for t in [read_decisions(p)] if t is not None]
+            return Measure(r.ok, r.text_bytes, {}, r.error, r.command), trajs
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+
     def _objects(self, policy: Policy, folder: str, opts: CompileOptions) -> CompileResult:
         total = CompileResult(self.program.name, ok=True, text_bytes=0)
         for m in self.program.members(self.corpus):
@@ -310,11 +348,11 @@ class RoomSearch:
         try:
             if st.base is None:
                 oz = self._oz(work)
-                base = self.measure({}, work)
+                base = self.measure(dict(st.kept), work)
                 st.builds += 2
                 if not base.ok:
-                    raise RoomError(f"program {self.program.name} ({self.setting.name}): the -Oz build with the "
-                                    f"plugin failed: {base.error}")
+                    raise RoomError(f"program {self.program.name} ({self.setting.name}): the {st.start} start with "
+                                    f"the plugin failed: {base.error}")
                 st.oz, st.base, st.best = oz, base.text_bytes, base.text_bytes
                 st.queue = candidates_from(base.calls, st.kept, self.exported)
                 self._save(start)
@@ -376,6 +414,6 @@ def room_row(st: RoomState) -> Dict[str, Any]:
     pct = None
     if st.oz and st.best is not None:
         pct = round(100.0 * (st.best - st.oz) / st.oz, 3)
-    return {"program": st.program, "setting": st.setting, "oz": st.oz, "base": st.base, "best": st.best,
-            "room_pct": pct, "kept": len(st.kept), "tried": len(st.tried), "builds": st.builds,
+    return {"program": st.program, "setting": st.setting, "start": st.start, "oz": st.oz, "base": st.base, "best": st.best,
+            "room_pct": pct, "kept": len([c for c in st.kept if c != "*"]), "tried": len(st.tried), "builds": st.builds,
             "minutes": round(st.seconds / 60.0, 2), "done": st.done}

@@ -98,15 +98,38 @@ def test_cli_room_table_and_damaged_state(corpus, tmp_path):
 
     def run(*extra):
         return subprocess.run([sys.executable, "-m", "mlbridge", "train", "room", corpus, "-o", str(out),
-                               "--setting", "linked", "--budget", "2", "--plugin", PLUGIN, "--quiet", *extra],
+                               "--setting", "linked", "--budget", "2", "--start", "oz", "--plugin", PLUGIN,
+                               "--quiet", *extra],
                               capture_output=True, text=True, timeout=600, env=env, stdin=subprocess.DEVNULL)
     p = run("--json")
     assert p.returncode == 0, p.stderr
     (row,) = json.loads(p.stdout)["programs"]
     assert row["program"] == "libdemo.so" and row["tried"] == 2 and row["oz"] > 0
     assert json.load(open(out / "room.json"))["programs"][0]["tried"] == 2
-    state = out / "libdemo.so.linked.json"
+    state = out / "libdemo.so.linked.oz.json"
     state.write_text("{ truncated")
     p = run()
     assert p.returncode == 1 and "damaged" in p.stderr and str(state) in p.stderr and "Traceback" not in p.stderr
     assert state.read_text() == "{ truncated"
+
+
+def test_learning_from_the_search_reproduces_its_gain(corpus, tmp_path):
+    """train room --fit: the best build's decisions, logged in every pre-link
+    compile and in the linker, fitted by one policy; that policy, deployed
+    in-process under LTO, is smaller than -Oz (fails when nothing was learned)."""
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+    out = tmp_path / "fit"
+    p = subprocess.run([sys.executable, "-m", "mlbridge", "train", "room", corpus, "-o", str(out), "--setting", "lto",
+                        "--budget", "12", "--start", "oz", "never", "--fit", "--plugin", PLUGIN, "--quiet", "--json"],
+                       capture_output=True, text=True, timeout=900, env=env, stdin=subprocess.DEVNULL)
+    assert p.returncode == 0, p.stderr
+    data = json.loads(p.stdout)
+    assert {r["start"] for r in data["programs"]} == {"oz", "never"}
+    assert data["fit"]["decisions"] > 0 and os.path.exists(out / "policy.onnx")
+    best = min(r["best"] for r in data["programs"])
+    p = subprocess.run([sys.executable, "-m", "mlbridge.cli.corpus_evaluate", corpus, "--policy", str(out / "policy.onnx"),
+                        "--setting", "lto", "--plugin", PLUGIN, "--no-cache", "-q", "--json"], capture_output=True,
+                       text=True, timeout=600, env=env, stdin=subprocess.DEVNULL)
+    assert p.returncode == 0, p.stderr
+    (prog,) = json.loads(p.stdout)["modules"]
+    assert prog["policy_text"] < prog["oz_text"] and best < prog["oz_text"], (prog, best)
