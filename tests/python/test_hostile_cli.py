@@ -103,6 +103,8 @@ class Workspace:
                     out[rel] = ("link", os.readlink(p))
                 elif os.path.isdir(p):
                     out[rel] = ("dir", None)
+                elif not os.path.isfile(p):   # a pipe: never opened (it would block)
+                    out[rel] = ("special", os.stat(p).st_mode)
                 else:
                     with open(p, "rb") as f:
                         out[rel] = ("file", f.read())
@@ -722,6 +724,23 @@ def test_damaged_checkpoint_named(base, content):
     assert run.rc == 2 and "damaged checkpoint" in run.err and "left as it is" in run.err, run.err
     with open(state, "rb") as f:
         assert f.read() == content
+
+
+@pytest.mark.parametrize("command", ["train run", "train report"])
+def test_pipe_instead_of_a_run_file(base, command):
+    """A named pipe as state.json or history.jsonl: refused at once (reading it would wait forever)."""
+    ws = Workspace(base)
+    make_corpus(ws.path("corpus"))
+    os.makedirs(ws.path("run"))
+    write(ws.path("run", "policy.onnx"), MODEL)
+    name = "state.json" if command == "train run" else "history.jsonl"
+    os.mkfifo(ws.path("run", name))
+    before = ws.snapshot()
+    argv = command.split() + ([ws.path("corpus"), "-o"] if command == "train run" else []) + \
+        [ws.path("run"), "--clang", MISSING_CLANG, "--quiet"]
+    run = ws.run(argv)
+    check_run(ws, run, before, names=[ws.path("run", name)], argv=argv)
+    assert run.rc == 2 and "not a regular file" in run.err, run.err
 
 
 def test_valid_checkpoint_resumes_past_the_check(base):

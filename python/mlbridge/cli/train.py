@@ -222,6 +222,8 @@ def _read_history(run_dir: str) -> List[Dict[str, Any]]:
     from ..train.report import history_problem
     from ..train.size_trainer import read_history
     path = os.path.join(run_dir, "history.jsonl")
+    if os.path.lexists(path) and not os.path.isfile(path):   # a pipe would make the read wait forever
+        raise UsageError(f"{path}: damaged history (not a regular file)")
     try:
         history = read_history(run_dir)
     except Exception as exc:   # not JSON, not UTF-8, a folder...
@@ -305,6 +307,9 @@ def _check_checkpoint(out: str, cfg: Any) -> bool:
     path = os.path.join(out, "state.json")
     if not os.path.lexists(path):
         return False
+    if not os.path.isfile(path):   # a folder, a dangling link, a pipe (reading it would wait forever)
+        raise UsageError(f"{path}: damaged checkpoint (not a regular file); left as it is: restore it, or move it "
+                         "away to start a new run")
     from types import SimpleNamespace
 
     import numpy as np
