@@ -298,3 +298,22 @@ def test_extra_args_hook_applies_to_the_policy_only(corpus, tmp_path):
     r = compile_module(c.modules[0], Policy.parse("oz"), str(tmp_path), Toolchain.find(), opts)
     assert r.ok and "-D UNUSED_BY_IR=1" in r.command and seen == [c.modules[0].name]
     assert not os.listdir(tmp_path)   # the object is removed after measuring
+
+
+@needs_llvm
+def test_recorded_flags_that_write_files_write_nothing(corpus, tmp_path):
+    """A .cmd asking clang for an optimization record, statistics and a time
+    trace at absolute paths: the score compiles, and nothing appears there."""
+    import shutil
+    copy = tmp_path / "corpus"
+    shutil.copytree(corpus, copy)
+    c = layout.load(str(copy))
+    m = c.modules[0]
+    outside = tmp_path / "outside"
+    args = layout.read_cmd(m.cmd_path) + ["-opt-record-file", str(outside / "r.yaml"),
+                                          f"-stats-file={outside / 's.json'}", f"-ftime-trace={outside / 't.json'}"]
+    layout.write_cmd(m.cmd_path, args)
+    outside.mkdir()
+    p = cli(str(copy), "--policy", "oz", "--no-cache", "--json", "-q")
+    assert p.returncode == 0, p.stderr
+    assert list(outside.iterdir()) == []

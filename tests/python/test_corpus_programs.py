@@ -95,3 +95,17 @@ def test_link_command_puts_the_policy_in_the_linker_environment():
     assert cmd[-4:] == ["x.bc", "-lm", "-o", "out.so"]
     cmd, env = link_command(prog, ["x.o"], "out.so", tc, Setting("linked"), pol, "-Oz", "v.map")
     assert env == {} and not any("pass-plugin" in a for a in cmd) and "-Wl,--version-script=v.map" in cmd
+
+
+def test_flags_that_write_files_are_not_replayed():
+    """A recorded command that would make clang write elsewhere (remarks,
+    statistics, time traces, dependency and header lists, coverage notes, stack
+    usage, module caches, crash reports): dropped, with their values."""
+    recorded = ["-cc1", "-Oz", "-opt-record-file", "/abs/r.yaml", "-opt-record-format", "yaml",
+                "-stats-file=/abs/s.json", "-ftime-trace=/abs/t.json", "-ftime-trace", "-dependency-file", "/abs/d",
+                "-MT", "x.o", "-sys-header-deps", "-header-include-file", "/abs/h", "-coverage-notes-file", "/abs/n",
+                "-coverage-data-file", "/abs/g", "-stack-usage-file", "/abs/su", "-fmodules-cache-path=/abs/mc",
+                "-fcrash-diagnostics-dir=/abs/crash", "-split-dwarf-output", "/abs/x.dwo", "-triple", "x86_64"]
+    out = cc1_args(recorded)
+    assert out == ["-cc1", "-Oz", "-triple", "x86_64", "-emit-obj"]
+    assert not any("/abs" in a for a in out)

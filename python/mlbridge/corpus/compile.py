@@ -38,12 +38,22 @@ PIPE_DECISION_TIMEOUT_MS = 10000
 
 # Recorded cc1 flags that must not be replayed, with how many arguments follow.
 # -fembed-bitcode*: the recompile would embed the bitcode again (slower, bigger .o);
-# -o / input language: we give our own; dependency and split-dwarf files would be
-# written next to the original build's outputs; -fthinlto-index: added per corpus.
-_DROP_WITH_VALUE = {"-o", "-x", "-dependency-file", "-MT", "-MQ", "-split-dwarf-file", "-split-dwarf-output"}
+# -o / input language: we give our own; -fthinlto-index: added per corpus.
+# Every flag that makes clang write a file of its own (dependency and header
+# lists, split DWARF, optimization records, statistics, time traces, coverage
+# notes, stack usage, module caches, crash reports) is dropped: a corpus comes
+# from someone's build, and a score writes only into its own scratch folder
+# (two compiles of one module would also race on such a path).
+_DROP_WITH_VALUE = {"-o", "-x", "-dependency-file", "-MT", "-MQ", "-split-dwarf-file", "-split-dwarf-output",
+                    "-opt-record-file", "-opt-record-passes", "-opt-record-format", "-header-include-file",
+                    "-module-dependency-dir", "-coverage-notes-file", "-coverage-data-file", "-stack-usage-file",
+                    "-stats-file"}
 _DROP = {"-fembed-bitcode", "-fembed-bitcode-marker", "-emit-llvm", "-emit-llvm-bc", "-emit-llvm-only",
-         "-emit-codegen-only", "-S", "-emit-obj"}
-_DROP_PREFIX = ("-fembed-bitcode=", "-fthinlto-index=")
+         "-emit-codegen-only", "-S", "-emit-obj", "-ftime-trace", "-sys-header-deps", "-module-file-deps",
+         "-print-stats"}
+_DROP_PREFIX = ("-fembed-bitcode=", "-fthinlto-index=", "-stats-file=", "-ftime-trace=", "-ftime-trace-granularity=",
+                "-fmodules-cache-path=", "-fcrash-diagnostics-dir=", "-opt-record-file=", "-header-include-file=",
+                "-fprofile-instrument-path=", "-stack-usage-file=")
 _PLUGIN_ENV = "MLBRIDGE_LLVM_PLUGIN"
 
 
