@@ -104,6 +104,18 @@ def check_name(name: Any) -> str:
     return name
 
 
+def read_json(path: str, limit: int) -> Any:
+    """A corpus's JSON file, at most LIMIT bytes (CorpusError naming it otherwise)."""
+    with open(path, "rb") as f:
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise CorpusError(f"{path}: larger than {limit} bytes")
+    try:
+        return json.loads(data)
+    except BAD_JSON as exc:
+        raise CorpusError(f"{path}: not JSON ({exc})") from None
+
+
 def load(root: str, *, check_files: bool = True) -> Corpus:
     """Reads ROOT/corpus_description.json (CorpusError if it is missing or malformed).
     With check_files, every module's .bc (and .cmd unless overridden) must exist."""
@@ -112,13 +124,7 @@ def load(root: str, *, check_files: bool = True) -> Corpus:
         raise CorpusError(f"{root}: not a folder")
     if not os.path.isfile(path):
         raise CorpusError(f"{root}: not a corpus (no {DESCRIPTION})")
-    if os.path.getsize(path) > MAX_DESCRIPTION_BYTES:
-        raise CorpusError(f"{path}: larger than {MAX_DESCRIPTION_BYTES} bytes")
-    try:
-        with open(path, "rb") as f:
-            desc = json.loads(f.read())
-    except BAD_JSON as exc:
-        raise CorpusError(f"{path}: not JSON ({exc})") from None
+    desc = read_json(path, MAX_DESCRIPTION_BYTES)
     if not isinstance(desc, dict) or not isinstance(desc.get("modules"), list):
         raise CorpusError(f"{path}: expected an object with a \"modules\" list")
     override = desc.get("global_command_override")

@@ -31,8 +31,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Dict, List, Sequence, Tuple
 
-from ..core.errors import BAD_JSON
-from .layout import Corpus, CorpusError, Module
+from .layout import Corpus, CorpusError, Module, read_json
 
 PROGRAMS = "programs.json"
 KINDS = ("shared", "executable")
@@ -121,13 +120,10 @@ def load_programs(corpus: Corpus) -> List[Program]:
     if not os.path.isfile(path):
         raise CorpusError(f"{corpus.root}: no {PROGRAMS}: the linked and LTO settings need the programs the "
                           "modules link into (docs/corpus.md, \"Programs\")")
-    if os.path.getsize(path) > MAX_FILE_BYTES:
-        raise CorpusError(f"{path}: larger than {MAX_FILE_BYTES} bytes")
     try:
-        with open(path, "rb") as f:
-            desc = json.loads(f.read())
-    except BAD_JSON as exc:
-        raise CorpusError(f"{path}: not JSON ({exc})") from None
+        desc = read_json(path, MAX_FILE_BYTES)
+    except OSError as exc:
+        raise CorpusError(f"{path}: cannot read ({exc.strerror})") from None
     if not isinstance(desc, dict) or not isinstance(desc.get("programs"), list) or not desc["programs"]:
         raise CorpusError(f"{path}: expected an object with a non-empty \"programs\" list")
     if len(desc["programs"]) > MAX_PROGRAMS:

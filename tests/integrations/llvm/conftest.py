@@ -73,3 +73,30 @@ def ir_dir(tmp_path_factory) -> str:
 @pytest.fixture
 def interp_ir(ir_dir) -> str:
     return os.path.join(ir_dir, "interp.ll")
+
+
+#: the whole-program tests' library: three corpus files linked into one shared
+#: library exporting their entry points (test_settings.py, test_room.py)
+DEMO_SOURCES = [os.path.join(CORPUS, f) for f in ("bits.c", "geom.c", "strhash.c")]
+
+
+def demo_lib():
+    from mlbridge.corpus.programs import Program
+    return Program("libdemo.so", "shared", ("*",), ("bits_demo", "geom_demo", "strhash_demo"), ("m",))
+
+
+@pytest.fixture(scope="module")
+def lib_corpus(tmp_path_factory) -> str:
+    """A corpus of DEMO_SOURCES with its programs.json (demo_lib)."""
+    sys.path.insert(0, os.path.join(ROOT, "tests", "python", "helpers"))
+    import mini_corpus
+    from mlbridge.corpus.programs import write_programs
+    root = mini_corpus.make_corpus(str(tmp_path_factory.mktemp("lib") / "corpus"), DEMO_SOURCES)
+    write_programs(root, [demo_lib()])
+    return root
+
+
+@pytest.fixture(scope="module")
+def toolchain():
+    from mlbridge.corpus.compile import Toolchain
+    return Toolchain.find(plugin=PLUGIN, need_plugin=True)

@@ -11,31 +11,19 @@ import sys
 
 import pytest
 
-from conftest import PLUGIN, ROOT
-
-sys.path.insert(0, os.path.join(ROOT, "tests", "python", "helpers"))
-import mini_corpus  # noqa: E402
+from conftest import PLUGIN, ROOT, demo_lib
 
 from mlbridge.corpus import layout  # noqa: E402
-from mlbridge.corpus.compile import CompileOptions, Policy, Toolchain, compile_module  # noqa: E402
-from mlbridge.corpus.programs import Program, write_programs  # noqa: E402
+from mlbridge.corpus.compile import CompileOptions, Policy, compile_module  # noqa: E402
 from mlbridge.corpus.settings import Setting  # noqa: E402
 from mlbridge.train.room import RoomSearch, read_trace  # noqa: E402
 
-SOURCES = [os.path.join(ROOT, "tests", "corpus", f) for f in ("bits.c", "geom.c", "strhash.c")]
-LIB = Program("libdemo.so", "shared", ("*",), ("bits_demo", "geom_demo", "strhash_demo"), ("m",))
+LIB = demo_lib()
 
 
 @pytest.fixture(scope="module")
-def corpus(tmp_path_factory) -> str:
-    root = mini_corpus.make_corpus(str(tmp_path_factory.mktemp("c") / "corpus"), SOURCES)
-    write_programs(root, [LIB])
-    return root
-
-
-@pytest.fixture(scope="module")
-def toolchain() -> Toolchain:
-    return Toolchain.find(plugin=PLUGIN, need_plugin=True)
+def corpus(lib_corpus) -> str:
+    return lib_corpus
 
 
 def compile_with(corpus, toolchain, tmp_path, lines: str):

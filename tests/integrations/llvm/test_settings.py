@@ -13,31 +13,23 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import PLUGIN, ROOT, model
+from conftest import PLUGIN, ROOT, demo_lib, model
 
 sys.path.insert(0, os.path.join(ROOT, "tests", "python", "helpers"))
 import mini_corpus  # noqa: E402
 
 from mlbridge.corpus import layout, settings  # noqa: E402
-from mlbridge.corpus.compile import CompileOptions, Policy, Toolchain  # noqa: E402
+from mlbridge.corpus.compile import CompileOptions, Policy  # noqa: E402
 from mlbridge.corpus.evaluate import evaluate  # noqa: E402
-from mlbridge.corpus.programs import Program, write_programs  # noqa: E402
+from mlbridge.corpus.programs import Program  # noqa: E402
 from mlbridge.corpus.settings import Setting, build_program  # noqa: E402
 
-SOURCES = [os.path.join(ROOT, "tests", "corpus", f) for f in ("bits.c", "geom.c", "strhash.c")]
-LIB = Program("libdemo.so", "shared", ("*",), ("bits_demo", "geom_demo", "strhash_demo"), ("m",))
+LIB = demo_lib()
 
 
 @pytest.fixture(scope="module")
-def corpus(tmp_path_factory) -> str:
-    root = mini_corpus.make_corpus(str(tmp_path_factory.mktemp("c") / "corpus"), SOURCES)
-    write_programs(root, [LIB])
-    return root
-
-
-@pytest.fixture(scope="module")
-def toolchain() -> Toolchain:
-    return Toolchain.find(plugin=PLUGIN, need_plugin=True)
+def corpus(lib_corpus) -> str:
+    return lib_corpus
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
