@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The main job: what users come for. Builds the corpus of one real project
 # (default lz4 from PyPI, pinned by sha256; any recipe of `mlbridge corpus list`
-# works), then scores the shipped inlining-for-size policy
-# (policies/inline_size/policy.onnx, run in-process in clang-19 through the
-# mlbridge plugin) against clang-19 -Oz on it: a table per module, a PNG, and
-# where the bytes went, function by function. The toy demos: examples/demo/toy.sh.
+# works), then scores the shipped inlining-for-size policies (run in-process in
+# clang-19 and ld.lld-19 through the mlbridge plugin) against clang-19 -Oz on it
+# in three settings: per object and linked programs (policies/inline_size), full
+# LTO (policies/inline_size_lto, trained there): tables, a PNG, and where the
+# bytes went, function by function. The toy demos: examples/demo/toy.sh.
 #   bash scripts/demo.sh [PROJECT]      (output in out/demo/)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -31,11 +32,12 @@ echo "== 3. the same, on what ships: $project's programs (programs.json) linked 
 mlbridge corpus evaluate "$corpus" --policy "$root/policies/inline_size/policy.onnx" \
   --plugin "$root/build/libMLBridgeLLVM.so" --setting linked
 echo
-echo "== 4. and with full LTO: the policy decides in each pre-link compile and, loaded into ld.lld-19, in the LTO"
-echo "   backend; the -Oz build uses the same flags and link. Where the bytes went, function by function:"
-mlbridge corpus evaluate "$corpus" --policy "$root/policies/inline_size/policy.onnx" \
+echo "== 4. full LTO, with the policy trained there (policies/inline_size_lto): it decides in each pre-link compile"
+echo "   and, loaded into ld.lld-19, in the LTO backend; the -Oz build uses the same flags and link."
+echo "   Where the bytes went, function by function:"
+mlbridge corpus evaluate "$corpus" --policy "$root/policies/inline_size_lto/policy.onnx" \
   --plugin "$root/build/libMLBridgeLLVM.so" --setting lto --where 8 --plot "$out/$project.png" --csv "$out/$project.csv"
 echo
 echo "plot: $out/$project.png   per program: $out/$project.csv"
-echo "the policy, its training and its numbers: policies/inline_size/README.md, docs/training.md"
+echo "the policies, their training and their numbers: policies/inline_size*/README.md, docs/training.md"
 echo "settings (objects, linked, lto) and programs.json: docs/corpus.md"

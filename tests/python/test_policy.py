@@ -1,5 +1,7 @@
 """Inlining policies (mlbridge.train.policy): the numpy network, its gradient, and
 its ONNX export agree."""
+import os
+
 import numpy as np
 import pytest
 
@@ -87,3 +89,20 @@ def test_ppo_raises_the_reward_of_a_bandit():
         ppo.update([episode(f"m{i}", 1000 * it + i) for i in range(32)])
     after = np.mean([episode(f"m{i}", i, greedy=True).reward for i in range(8)])
     assert after > before + 0.2 and after > 0.7
+
+
+@pytest.mark.parametrize("name", ["inline_size", "inline_size_lto"])
+def test_shipped_policy_files_agree(name):
+    """Each shipped policy's .onnx takes the decisions of its policy.json (the
+    parameters a run resumes from), on LLVM's 38 features."""
+    import onnxruntime as ort
+    from mlbridge.llvm.inliner_features import FEATURES
+    folder = os.path.join(os.path.dirname(__file__), "..", "..", "policies", name)
+    p = MLPPolicy.load(os.path.join(folder, "policy.json"))
+    assert p.names == list(FEATURES)
+    sess = ort.InferenceSession(os.path.join(folder, "policy.onnx"), providers=["CPUExecutionProvider"])
+    raw = np.random.default_rng(11).integers(0, 400, (300, len(FEATURES))).astype(np.int64)
+    got = np.array([sess.run(None, {n: raw[i, j:j + 1] for j, n in enumerate(FEATURES)})[0][0]
+                    for i in range(len(raw))])
+    want = (p.scores(p.inputs(raw)) > 0).astype(np.int64)
+    assert (got == want).mean() >= 0.99
