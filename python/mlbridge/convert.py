@@ -294,6 +294,7 @@ def convert(src: str, dst: str, *, tf_python: Optional[str] = None, opset: int =
         env = dict(os.environ)
         env.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
         env.pop("PYTHONPATH", None)  # mlbridge's own packages (protobuf 7) must not leak into TF's environment
+        env["KERAS_HOME"] = os.path.join(work, "keras")   # importing TF writes ~/.keras otherwise
         try:
             r = subprocess.run([py, os.path.abspath(__file__), "--tf-worker", json.dumps(job)], capture_output=True,
                                text=True, timeout=timeout, stdin=subprocess.DEVNULL, env=env)
