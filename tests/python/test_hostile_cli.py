@@ -707,6 +707,26 @@ def test_damaged_init_policy_train_run(base):
     prop()
 
 
+@pytest.mark.parametrize("content", [b"[]", b"{", b"null", b'{"names": 1}', b""],
+                         ids=["list", "truncated", "null", "wrong types", "empty"])
+@pytest.mark.parametrize("opt", ["--propose", "--around"])
+def test_damaged_search_policy_train_search(base, opt, content):
+    """train search --propose/--around POLICY.json that is not a policy (a JSON
+    list gave an AttributeError traceback): named in one line, before the
+    toolchain is looked for and before any compile."""
+    ws = Workspace(base)
+    make_corpus(ws.path("corpus"))
+    pol = ws.path("in", "policy.json")
+    os.makedirs(os.path.dirname(pol), exist_ok=True)
+    with open(pol, "wb") as f:
+        f.write(content)
+    before = ws.snapshot()
+    argv = ["train", "search", ws.path("corpus"), "-o", ws.path("run"), opt, pol, "--clang", MISSING_CLANG, "--quiet"]
+    run = ws.run(argv)
+    check_run(ws, run, before, names=[pol], argv=argv)
+    assert run.rc == 2 and f"{opt} {pol}: not a policy file" in run.err, run.err
+
+
 @pytest.mark.parametrize("content", [b"", b'{"policy": ', b"[]", b'{"step": 1}', b"null", None],
                          ids=["empty", "truncated", "list", "no policy", "null", "wrong types"])
 def test_damaged_checkpoint_named(base, content):

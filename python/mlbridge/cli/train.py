@@ -353,17 +353,14 @@ def run_search_cmd(args: argparse.Namespace) -> int:
         raise UsageError("--tries, --flip-weight and --tested-weight must be >= 0, --epochs >= 1")
     hidden = _hidden(args.hidden)
     corpora = _load_corpora(args.corpora)
+    for opt, path in (("--propose", args.propose), ("--around", args.around)):
+        if path:
+            _load_policy_file(path, opt)   # the checks --init gets: one line for any file that is not a policy
     try:
         tc = Toolchain.find(args.clang, args.plugin, need_plugin=True)
     except CompileSetupError as exc:
         raise UsageError(str(exc)) from None
     modules = corpus_modules(corpora)
-    for opt, path in (("--propose", args.propose), ("--around", args.around)):
-        if path:
-            try:
-                MLPPolicy.load(path)
-            except (OSError, ValueError, KeyError, TypeError) as exc:
-                raise UsageError(f"{opt} {path}: not a policy file ({type(exc).__name__}: {exc})") from None
     for d in args.data:
         if not os.path.isdir(os.path.join(d, "search")):
             raise UsageError(f"--data {d}: not a search folder (no search/ inside)")
