@@ -40,6 +40,7 @@ def add_parser(ts: argparse._SubParsersAction, run_options: Any) -> None:
 
 def run_room(args: argparse.Namespace) -> int:
     from ..corpus.compile import CompileOptions, CompileSetupError, Toolchain
+    from ..core.files import write_json_atomic
     from ..corpus.layout import CorpusError, load
     from ..corpus.programs import load_programs
     from ..corpus.settings import Setting, find_lld
@@ -102,10 +103,7 @@ def run_room(args: argparse.Namespace) -> int:
     summary: Dict[str, Any] = {"setting": setting.name, "programs": rows}
     if args.fit and best:
         summary["fit"] = fit_from_searches(list(best.values()), hidden, args.out, args.seed, quiet=args.quiet)
-    tmp = os.path.join(args.out, "room.json.tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(summary, f, indent=1)
-    os.replace(tmp, os.path.join(args.out, "room.json"))
+    write_json_atomic(os.path.join(args.out, "room.json"), summary, indent=1)
     if args.json:
         json.dump(summary, sys.stdout, indent=1)
         sys.stdout.write("\n")

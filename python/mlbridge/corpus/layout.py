@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence
 
 from ..core.errors import BAD_JSON, MLBridgeError
+from ..core.files import write_json_atomic
 
 DESCRIPTION = "corpus_description.json"
 #: what extract_ir writes as the override of a local ThinLTO corpus: "fill in yourself"
@@ -164,9 +165,4 @@ def write_description(root: str, names: Sequence[str], *, has_thinlto: bool = Fa
 def write_description_dict(root: str, desc: Dict[str, Any]) -> str:
     """Writes DESC as corpus_description.json, keys in the given order, the way the
     peer's tools format it (json.dump, indent 2); returns its path."""
-    path = os.path.join(root, DESCRIPTION)
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(desc, f, indent=2)
-    os.replace(tmp, path)
-    return path
+    return write_json_atomic(os.path.join(root, DESCRIPTION), desc, indent=2)

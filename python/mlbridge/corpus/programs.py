@@ -25,12 +25,12 @@ Everything here is untrusted input: names are checked, counts bounded.
 from __future__ import annotations
 
 import fnmatch
-import json
 import os
 import re
 from dataclasses import dataclass
 from typing import Any, Dict, List, Sequence, Tuple
 
+from ..core.files import write_json_atomic
 from .layout import Corpus, CorpusError, Module, read_json
 
 PROGRAMS = "programs.json"
@@ -138,11 +138,6 @@ def load_programs(corpus: Corpus) -> List[Program]:
 
 def write_programs(root: str, programs: Sequence[Program]) -> str:
     """Writes ROOT/programs.json (through a temporary name); returns its path."""
-    path = os.path.join(root, PROGRAMS)
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump({"programs": [p.as_dict() for p in programs]}, f, indent=2)
-        f.write("\n")
-    os.replace(tmp, path)
-    return path
+    return write_json_atomic(os.path.join(root, PROGRAMS), {"programs": [p.as_dict() for p in programs]},
+                             indent=2, newline=True)
 

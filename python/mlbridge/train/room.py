@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ..core.errors import BAD_JSON, MLBridgeError
+from ..core.files import write_json_atomic
 from ..corpus.compile import CompileOptions, CompileResult, Policy, Toolchain, compile_module
 from ..corpus.layout import Corpus
 from ..corpus.programs import Program
@@ -114,10 +115,7 @@ class RoomState:
                             "again") from None
 
     def save(self, path: str) -> None:
-        tmp = path + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(self.as_dict(), f, indent=1)
-        os.replace(tmp, path)
+        write_json_atomic(path, self.as_dict(), indent=1)
 
 
 def read_trace(path: str) -> Dict[str, Tuple[int, int]]:

@@ -30,6 +30,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..corpus.compile import CompileOptions, CompileResult, Policy, Toolchain
+from ..core.files import write_json_atomic
 from ..corpus.layout import Corpus, Module
 from .compiles import LocalCompiles
 from .es import ES
@@ -106,10 +107,7 @@ class ScalarLog:
 
 
 def _write_json(path: str, obj: Any) -> None:
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(obj, f)
-    os.replace(tmp, path)   # a kill mid-write leaves the previous checkpoint intact
+    write_json_atomic(path, obj)   # a kill mid-write leaves the previous checkpoint intact
 
 
 class SizeTrainer:

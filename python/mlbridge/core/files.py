@@ -1,0 +1,26 @@
+"""Writing a result file whole or not at all: to a temporary name beside it,
+renamed over it when complete, so a kill or a full disk mid-write leaves the
+previous file (or none) and no partial one."""
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Optional
+
+
+def write_json_atomic(path: str, obj: Any, *, indent: Optional[int] = None, newline: bool = False) -> str:
+    """json.dump(OBJ) to PATH through PATH.tmp (removed if the write fails); returns PATH."""
+    tmp = path + ".tmp"
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(obj, f, indent=indent)
+            if newline:
+                f.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    return path
