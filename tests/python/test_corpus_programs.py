@@ -109,3 +109,24 @@ def test_flags_that_write_files_are_not_replayed():
     out = cc1_args(recorded)
     assert out == ["-cc1", "-Oz", "-triple", "x86_64", "-emit-obj"]
     assert not any("/abs" in a for a in out)
+
+
+@pytest.mark.parametrize("setting, answers", [("linked", False), ("lto", True)])
+def test_link_timeout_is_a_failure_and_python_answers_only_the_lto_linker(tmp_path, monkeypatch, setting, answers):
+    """A link past its bound fails the program (no size); the pipes for a Python
+    policy are opened only for a linker that loads the plugin (lto)."""
+    from mlbridge.corpus import settings
+    from mlbridge.corpus.compile import Policy, Toolchain
+    seen = []
+
+    def slow(cmd, env, policy, timeout, cwd, answers):
+        seen.append(answers)
+        return None, "", True
+
+    monkeypatch.setattr(settings, "_run", slow)
+    tc = Toolchain("/usr/bin/clang-19", "/p/libMLBridgeLLVM.so", "clang 19")
+    pol = Policy("python", "python:m:f", fn=lambda obs: 0)
+    r = settings.link_program(Program("tool", "executable"), ["a.o"], pol, Setting(setting), str(tmp_path), tc,
+                              CompileOptions(), "-Oz")
+    assert not r.ok and r.timed_out and r.error == "the link timed out" and r.text_bytes is None
+    assert seen == [answers]

@@ -135,11 +135,11 @@ def link_command(program: Program, inputs: Sequence[str], out: str, toolchain: T
     return cmd, env
 
 
-def _run(cmd: List[str], env: Dict[str, str], policy: Policy, timeout: float, cwd: str
+def _run(cmd: List[str], env: Dict[str, str], policy: Policy, timeout: float, cwd: str, answers: bool
          ) -> Tuple[Optional[int], str, bool]:
-    """(exit code or None, stderr, timed out) of a link; a Python policy answers
-    the linker's decisions over the plugin's pipes."""
-    if policy.kind == "python" and env:
+    """(exit code or None, stderr, timed out) of a link; ANSWERS: the plugin in
+    the linker asks a Python policy, answered over the plugin's pipes."""
+    if answers and policy.kind == "python":
         from ..transport.supervise import run_compiler
         r = run_compiler(cmd, policy.fn, timeout=timeout, env=env, cwd=cwd)
         return r.returncode, r.stderr.decode(errors="replace"), r.timed_out
@@ -211,7 +211,8 @@ def link_program(program: Program, inputs: Sequence[str], policy: Policy, settin
         env.update(extra_env or {})
         res.command = " ".join(f"{k}={shlex.quote(v)}" for k, v in env_add.items()) + (" " if env_add else "")
         res.command += shlex.join(cmd)
-        rc, stderr, res.timed_out = _run(cmd, env, policy, max(options.timeout, LINK_TIMEOUT), folder)
+        rc, stderr, res.timed_out = _run(cmd, env, policy, max(options.timeout, LINK_TIMEOUT), folder,
+                                         answers=bool(env_add))
         res.stderr = stderr
         if res.timed_out:
             res.error = "the link timed out"
