@@ -98,3 +98,72 @@ def test_a_default_answer_changes_every_build(cache):
 
 def test_candidates_skip_the_default_line():
     assert candidates_from({"*": (0, 3), "f": (0, 1)}, {"*": 0}) == [("f", 1)]
+
+
+class FakeSearch:
+    """RoomSearch's loop over a made-up program: sizes from a table of what
+    each kept callee saves, a callee that fails to build, no compiler."""
+
+    SAVES = {"a": 10, "b": 30, "c": -5, "d": 20}    # bytes saved by inlining all calls of each
+    EXPOSES = {"b": {"e": (0, 1)}}                  # keeping b exposes calls of e
+    FAILS = "f"
+
+    @staticmethod
+    def make(tmp_path, **kw):
+        from mlbridge.corpus.layout import Corpus
+        from mlbridge.corpus.programs import Program
+        from mlbridge.corpus.settings import Setting
+        from mlbridge.train.room import Measure, RoomSearch
+
+        class Search(RoomSearch):
+            def _oz(self, work):
+                return 1000
+
+            def measure(self, forces, work):
+                if forces.get(FakeSearch.FAILS) == 1:
+                    return Measure(False, error="the link failed")
+                size = 1000 - sum(FakeSearch.SAVES.get(c, 0) + (7 if c == "e" else 0)
+                                  for c, a in forces.items() if a == 1)
+                calls = {c: (0, 1) for c in ("a", "b", "c", "d", "f")}
+                for c in forces:
+                    calls.update(FakeSearch.EXPOSES.get(c, {}))
+                return Measure(True, size, calls)
+
+        return Search(Corpus(str(tmp_path), []), Program("p.so", exports=("x",)), Setting("lto"), None,
+                      str(tmp_path), **kw)
+
+
+def test_search_keeps_the_best_of_each_batch_and_tries_the_others_again(tmp_path):
+    st = FakeSearch.make(tmp_path, jobs=2).run(budget=100)
+    assert (st.oz, st.base) == (1000, 1000)
+    assert st.kept == {"a": 1, "b": 1, "d": 1, "e": 1}     # c grows it, f fails to build
+    assert st.best == 1000 - 10 - 30 - 20 - 7 and st.done and not st.queue
+    failed = [t for t in st.tried if t[0] == "f"]
+    assert failed and all(t[2] is None and not t[3] for t in failed)
+    assert any(t[0] == "e" and t[3] for t in st.tried)      # exposed by b, then tried and kept
+    kept_sizes = [t[2] for t in st.tried if t[3]]
+    assert kept_sizes == sorted(kept_sizes, reverse=True)
+    assert st.tried[:2] == [["a", 1, 990, False], ["b", 1, 970, True]]   # the batch's best is kept
+    assert st.tried[2][:2] == ["a", 1] and st.tried[2][3]                # the other, again on top of it
+
+
+def test_search_budget_counts_across_runs_and_resumes(tmp_path):
+    first = FakeSearch.make(tmp_path, jobs=2).run(budget=3)
+    assert len(first.tried) == 3 and not first.done and first.builds == 2 + 3
+    again = FakeSearch.make(tmp_path, jobs=2)
+    assert again.state.tried == first.tried and again.state.kept == first.kept
+    st = again.run(budget=100)
+    assert st.done and st.best == 1000 - 67 and st.builds > first.builds
+
+
+def test_search_stops_at_its_deadline(tmp_path):
+    st = FakeSearch.make(tmp_path, jobs=2).run(budget=100, deadline=0.0)   # long past
+    assert st.base == 1000 and st.tried == [] and not st.done and st.queue
+
+
+def test_a_failed_start_is_a_room_error(tmp_path):
+    from mlbridge.train.room import Measure
+    s = FakeSearch.make(tmp_path)
+    s.measure = lambda forces, work: Measure(False, error="clang exited with 1")
+    with pytest.raises(RoomError, match="clang exited with 1"):
+        s.run(budget=5)

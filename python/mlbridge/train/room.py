@@ -239,7 +239,7 @@ class RoomSearch:
         self.jobs = max(1, jobs)
         self.options = options or CompileOptions()
         self.path = os.path.join(out, f"{program.name}.{setting.name}.{start}.json")
-        self.cache = ModuleCache()
+        self.cache: Optional[ModuleCache] = None   # made by run()
         self.state = RoomState.load(self.path) if os.path.exists(self.path) else \
             RoomState(program.name, setting.name, start, kept=dict(STARTS[start]))
         if (self.state.program, self.state.setting, self.state.start) != (program.name, setting.name, start):
@@ -260,6 +260,9 @@ class RoomSearch:
         given (the rest: -Oz's heuristic), and the trace of what was asked.
         Members come from the module cache when the forces they were built
         under agree with FORCES on every callee they asked about."""
+        cache = self.cache
+        if cache is None:
+            raise RoomError("RoomSearch.measure runs inside run()")
         folder = tempfile.mkdtemp(prefix="m-", dir=work)
         try:
             callees = os.path.join(folder, "callees.txt")
@@ -273,15 +276,14 @@ class RoomSearch:
             members = self.program.members(self.corpus)
             total = 0
             for m in members:
-                entry = self.cache.find(m.name, forces)
+                entry = cache.find(m.name, forces)
                 if entry is None:
                     trace = os.path.join(folder, f"trace.{len(inputs)}")
                     mopts = dataclasses.replace(opts, environ=dict(opts.environ, MLBRIDGE_INLINE_TRACE=trace))
-                    r = compile_module(m, policy, self.cache.folder, self.toolchain, mopts,
-                                       tag=f"{self.cache.next_id()}")
+                    r = compile_module(m, policy, cache.folder, self.toolchain, mopts, tag=f"{cache.next_id()}")
                     if not r.ok:
                         return Measure(False, error=f"module {m.name}: {r.error}", command=r.command)
-                    entry = self.cache.add(m.name, forces, read_trace(trace), str(r.object_path), r.text_bytes)
+                    entry = cache.add(m.name, forces, read_trace(trace), str(r.object_path), r.text_bytes)
                 inputs.append(entry.path)
                 total += int(entry.text_bytes or 0)
                 _add(calls, entry.calls)
@@ -341,7 +343,8 @@ class RoomSearch:
         """Tries at most BUDGET candidates in all (counting earlier runs), and
         starts no batch after DEADLINE (time.monotonic()). Returns the state."""
         st = self.state
-        start = time.monotonic()
+        self._since = time.monotonic()
+        self.cache = ModuleCache()   # per run: its folder goes with the run
         work = tempfile.mkdtemp(prefix="mlbridge-room-")
         try:
             if st.base is None:
@@ -353,7 +356,7 @@ class RoomSearch:
                                     f"the plugin failed: {base.error}")
                 st.oz, st.base, st.best = oz, base.text_bytes, base.text_bytes
                 st.queue = candidates_from(base.calls, st.kept, self.exported)
-                self._save(start)
+                self._save()
             with cf.ThreadPoolExecutor(max_workers=self.jobs) as pool:
                 while st.queue and len(st.tried) < budget and not st.done:
                     if deadline is not None and time.monotonic() > deadline:
@@ -378,12 +381,11 @@ class RoomSearch:
                         fresh = [c for c in candidates_from(m.calls, st.kept, self.exported) if c not in queued
                                  and not any(t[0] == c[0] and t[1] == c[1] for t in st.tried)]
                         st.queue = again + st.queue + fresh
-                    self._save(start)
+                    self._save()
                     if on_step is not None:
                         on_step(st)
-            if not st.queue or len(st.tried) >= budget:
-                st.done = not st.queue
-            self._save(start)
+            st.done = not st.queue
+            self._save()
             return st
         finally:
             shutil.rmtree(work, ignore_errors=True)
@@ -401,9 +403,11 @@ class RoomSearch:
             raise RoomError(f"program {self.program.name} ({self.setting.name}): the -Oz build failed: {r.error}")
         return r.text_bytes
 
-    def _save(self, start: float) -> None:
-        self.state.seconds += time.monotonic() - start - getattr(self, "_counted", 0.0)
-        self._counted = time.monotonic() - start
+    def _save(self) -> None:
+        """Adds the time since the last save to the state, and writes it."""
+        now = time.monotonic()
+        self.state.seconds += now - self._since
+        self._since = now
         self.state.save(self.path)
 
 
