@@ -14,13 +14,17 @@ from __future__ import annotations
 import json
 import os
 import struct
+import sys
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import VECTORS
+from conftest import HELPERS, VECTORS
+
+sys.path.insert(0, HELPERS)
+from mutations import HOSTILE, mutate as _mutate  # noqa: E402
 
 import mlbridge
 from mlbridge.core.errors import ProtocolError
@@ -40,9 +44,6 @@ for _c in _CASES:
         SEEDS.append((_c, _f.read()))
 ADVICE_SETS = [tuple(TensorSpec.from_json(s) for s in c["advice"]) for c in _CASES if c["advice"]]
 
-# Numbers that break naive size arithmetic.
-HOSTILE = [0, 1, 2, 3, 7, 64, 65, 255, 2**16, 2**31 - 1, 2**31, 2**32 - 1, 2**32, 2**32 + 1,
-           2**62, 2**63 - 1, 2**63, 2**64 - 1, 2**64, -1, -(2**63)]
 DTYPES = ["float", "double", "int8_t", "uint8_t", "int16_t", "int32_t", "int64_t", "uint64_t",
           "bool", "string", "int128", ""]
 
@@ -85,23 +86,6 @@ def _read_log(data: bytes, tmp_dir: str, replies: bytes = b"") -> None:
 
 
 # ---- strategies ----------------------------------------------------------------
-def _mutate(draw, data: bytes) -> bytes:
-    data = bytearray(data)
-    for _ in range(draw(st.integers(1, 6))):
-        op = draw(st.sampled_from(["flip", "insert", "delete", "int", "truncate"]))
-        at = draw(st.integers(0, max(0, len(data) - 1)))
-        if op == "flip" and data:
-            data[at] = draw(st.integers(0, 255))
-        elif op == "insert":
-            data[at:at] = draw(st.binary(min_size=1, max_size=8))
-        elif op == "delete" and data:
-            del data[at:at + draw(st.integers(1, 8))]
-        elif op == "int":   # a hostile 32- or 64-bit value (frame lengths, data sizes)
-            v = draw(st.sampled_from(HOSTILE)) & (2**64 - 1)
-            data[at:at + 8] = struct.pack("<Q", v)
-        elif op == "truncate":
-            del data[at:]
-    return bytes(data)
 
 
 @st.composite

@@ -50,7 +50,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import ROOT, VECTORS, child_env
+from conftest import HELPERS, ROOT, VECTORS, child_env
+
+sys.path.insert(0, HELPERS)
+from mutations import mutate as mutate_bytes  # noqa: E402  byte flips, inserts, hostile words, truncation
 
 from mlbridge import cli
 
@@ -198,31 +201,10 @@ def check_run(ws: Workspace, run: Run, before: Dict[str, Tuple[str, Any]], *, na
 
 # ---- damaging files -----------------------------------------------------------------------
 
-HOSTILE_INTS = [0, 1, 7, 255, 2**31, 2**32, 2**62, 2**63 - 1, 2**64 - 1]
 DEEP = "__DEEP__"   # replaced by JSON nested far deeper than Python's parser recurses
 HOSTILE_JSON = [None, True, False, 0, -1, 1.5, 2**63, 2**64 + 1, -(2**63) - 1, float("nan"), float("inf"),
                 1e308, "", "x", "..", "../escape", "/etc/passwd", "a\0b", "é", "a" * 300,
                 [], {}, [[]], [None], {"": None}, ["-Oz"], {"policy_size": -1}, DEEP, [[[[[[[[1]]]]]]]]]
-
-
-def mutate_bytes(draw: Callable[..., Any], data: bytes) -> bytes:
-    """Byte flips, inserts, deletes, hostile 32/64-bit words, truncation."""
-    data = bytearray(data)
-    for _ in range(draw(st.integers(1, 5))):
-        op = draw(st.sampled_from(["flip", "insert", "delete", "int", "truncate"]))
-        at = draw(st.integers(0, max(0, len(data) - 1)))
-        if op == "flip" and data:
-            data[at] = draw(st.integers(0, 255))
-        elif op == "insert":
-            data[at:at] = draw(st.binary(min_size=1, max_size=8))
-        elif op == "delete" and data:
-            del data[at:at + draw(st.integers(1, 16))]
-        elif op == "int":
-            v = draw(st.sampled_from(HOSTILE_INTS))
-            data[at:at + 8] = struct.pack("<Q", v)
-        elif op == "truncate":
-            del data[at:]
-    return bytes(data)
 
 
 def _paths(obj: Any, here: Tuple[Any, ...] = ()) -> List[Tuple[Any, ...]]:
