@@ -10,7 +10,8 @@ import numpy as np
 from . import dtypes as _dt
 from .errors import BAD_JSON, ProtocolError
 
-__all__ = ["TensorSpec", "specs_from_json", "specs_to_json", "json_string", "MAX_DIMS", "shape_problem"]
+__all__ = ["TensorSpec", "specs_from_json", "specs_to_json", "json_string", "MAX_DIMS", "shape_problem",
+           "array_itemsize", "array_shape_problem"]
 
 #: Most dimensions a tensor may have (numpy's limit, and the C++ decoders').
 MAX_DIMS = 64
@@ -31,6 +32,22 @@ def shape_problem(shape: Sequence[int], itemsize: int = 1) -> Optional[str]:
             if n > _SIZE_MAX:
                 return f"shape {list(shape)} is too large"
     return None
+
+
+def array_itemsize(row: _dt.DType) -> int:
+    """Bytes an element takes in a numpy array of type ``row``: the wire's size,
+    except for strings, which take none on the wire and 8 in numpy (an object
+    array holds a pointer per element)."""
+    return max(row.itemsize, row.np_dtype.itemsize, 1)
+
+
+def array_shape_problem(shape: Sequence[int], row: _dt.DType) -> Optional[str]:
+    """Why numpy cannot hold an array of ``shape`` and element type ``row``, or
+    None: :func:`shape_problem` with :func:`array_itemsize`. A string tensor
+    of shape ``[0, 2**60]`` is empty, yet no numpy array can have that shape.
+    TensorSpec checks its shape with this, and so does every decoder for the
+    shapes a peer sends, before numpy sees them: one limit everywhere."""
+    return shape_problem(shape, array_itemsize(row))
 
 
 def json_string(text: str) -> str:
@@ -67,7 +84,7 @@ class TensorSpec:
             if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 0:
                 raise ValueError(f"tensor {name!r}: bad shape {list(shape)!r} (dimensions are integers >= 0)")
             dims.append(int(d))
-        problem = shape_problem(dims, row.itemsize or 1)
+        problem = array_shape_problem(dims, row)   # numpy's item size: 8 for a string
         if problem is not None:
             raise ValueError(f"tensor {name!r}: {problem}")
         if isinstance(port, bool) or not isinstance(port, (int, np.integer)):

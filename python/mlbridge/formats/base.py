@@ -6,31 +6,14 @@ from typing import Any, Callable, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..core.dtypes import DType
-from ..core.spec import TensorSpec, shape_problem
+from ..core.spec import TensorSpec, array_shape_problem
 
-__all__ = ["Decoder", "WireFormat", "DEFAULT_MAX_MESSAGE", "array_shape_problem", "spec_array_problem"]
+__all__ = ["Decoder", "WireFormat", "DEFAULT_MAX_MESSAGE", "array_shape_problem"]
 
 #: Largest message (frame payload, bitstream line or observation) a reader accepts.
 DEFAULT_MAX_MESSAGE = 256 * 1024 * 1024
 
 Buffer = Any  # bytes, bytearray, memoryview or mmap
-
-
-def array_shape_problem(shape: Sequence[int], row: DType) -> Optional[str]:
-    """Why numpy cannot hold an array of ``shape`` and element type ``row``, or
-    None: :func:`shape_problem` with the item size numpy really uses, not the
-    wire's. They differ for strings: 0 bytes per element on the wire, 8 in
-    numpy (an object array holds a pointer per element), so a string tensor
-    of shape ``[0, 2**60]`` is empty but no numpy array can have that shape.
-    Every decoder checks shapes from a peer with this before numpy sees them."""
-    return shape_problem(shape, max(row.itemsize, row.np_dtype.itemsize))
-
-
-def spec_array_problem(spec: TensorSpec) -> Optional[str]:
-    """The same for a spec (TensorSpec itself checks with the wire's size): a
-    header announcing a tensor no array can hold is refused when it is read."""
-    return array_shape_problem(spec.shape, spec.type)
 
 
 class Decoder:

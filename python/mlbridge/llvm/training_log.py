@@ -34,7 +34,7 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 import numpy as np
 
 from ..core.errors import BAD_JSON, ProtocolError
-from ..core.spec import TensorSpec, shape_problem, specs_from_json
+from ..core.spec import TensorSpec, array_shape_problem, specs_from_json
 
 __all__ = [
     "Trajectory", "TrainingLog", "read_training_log", "set_log_reward", "set_final_score",
@@ -137,7 +137,7 @@ def _gather(data: Any, offsets: List[int], specs: Tuple[TensorSpec, ...], nbytes
     for s in specs:
         # Each spec fits an array (checked with its header), but steps x shape may
         # not: [0, 2**59] int64 holds no byte, two steps of it are beyond numpy.
-        problem = shape_problem((n,) + s.shape, s.np_dtype.itemsize)
+        problem = array_shape_problem((n,) + s.shape, s.type)
         if problem is not None:
             raise ProtocolError(f"{path}: {s.describe()}: {n} steps of it cannot be one array ({problem})")
     buf = np.frombuffer(data, np.uint8) if len(data) else np.zeros(0, np.uint8)
