@@ -30,7 +30,9 @@
 #include <llvm/Support/FileSystem.h>
 #include <llvm/Support/raw_ostream.h>
 
+#include <cctype>
 #include <cstdint>
+#include <cstdio>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -85,6 +87,25 @@ bool stockAdvice(llvm::CallBase& cb, llvm::FunctionAnalysisManager& fam, const l
 #endif
 }
 
+// PATH with "{module}" replaced by a file-name-safe form of the module's
+// identifier: in a ThinLTO link every backend writes its own training log.
+// The tail of the identifier says which module; a hash of all of it keeps two
+// modules with the same tail apart.
+std::string perModulePath(const std::string& path, const llvm::Module& m) {
+  static const std::string kPlaceholder = "{module}";
+  const size_t at = path.find(kPlaceholder);
+  if (at == std::string::npos) return path;
+  const std::string& id = m.getModuleIdentifier();
+  uint64_t hash = 1469598103934665603ull;  // FNV-1a
+  for (unsigned char c : id) hash = (hash ^ c) * 1099511628211ull;
+  std::string tail = id.size() > 64 ? id.substr(id.size() - 64) : id;
+  for (char& c : tail)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_')) c = '_';
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(hash));
+  return path.substr(0, at) + tail + "-" + hex + path.substr(at + kPlaceholder.size());
+}
+
 // MLInlineAdvisor that asks the stock heuristic once its runner has failed,
 // instead of reading the adapter's "do not inline" fallback, and that writes
 // the training log when one is asked for.
@@ -119,15 +140,30 @@ class MLBridgeInlineAdvisor final : public llvm::MLInlineAdvisor {
         trace_(std::move(trace)) {
   }
   ~MLBridgeInlineAdvisor() override {
+    // One write each (the trace, the report): in a ThinLTO link every backend
+    // thread has its own advisor, and lines must not interleave.
+    if (trace_) {
+      trace_->write(traceLines_.data(), traceLines_.size());
+      trace_->flush();
+      if (trace_->has_error()) {
+        llvm::errs() << "mlbridge: warning: ML inliner: writing the trace failed: " + trace_->error().message() +
+                            "\n";
+        trace_->clear_error();
+      }
+    }
     if (!stats_) return;
+    std::string report;
     if (adapter_)
-      llvm::errs() << "mlbridge: inliner: " << adapter_->evaluations() << " model decisions, " << stockDecisions_
-                   << " stock decisions after an error\n";
-    if (log_) llvm::errs() << "mlbridge: inliner: " << log_->observations() << " decisions logged\n";
+      report += "mlbridge: inliner: " + std::to_string(adapter_->evaluations()) + " model decisions, " +
+                std::to_string(stockDecisions_) + " stock decisions after an error\n";
+    if (log_) report += "mlbridge: inliner: " + std::to_string(log_->observations()) + " decisions logged\n";
     if (!flips_.empty())
-      llvm::errs() << "mlbridge: inliner flips: " << nextFlip_ << " of " << queries_ << " answers flipped\n";
+      report += "mlbridge: inliner flips: " + std::to_string(nextFlip_) + " of " + std::to_string(queries_) +
+                " answers flipped\n";
     if (calleesGiven_)
-      llvm::errs() << "mlbridge: inliner callees: " << forced_ << " of " << queries_ << " answers set by callee\n";
+      report += "mlbridge: inliner callees: " + std::to_string(forced_) + " of " + std::to_string(queries_) +
+                " answers set by callee\n";
+    llvm::errs() << report;
   }
 
  protected:
@@ -163,9 +199,12 @@ class MLBridgeInlineAdvisor final : public llvm::MLInlineAdvisor {
         ++forced_;
       }
     }
-    if (trace_)
-      *trace_ << cb.getCaller()->getName() << '\t' << cb.getCalledFunction()->getName() << '\t' << (inlineIt ? 1 : 0)
-              << '\n';
+    if (trace_) {
+      traceLines_ += cb.getCaller()->getName();
+      traceLines_ += '\t';
+      traceLines_ += cb.getCalledFunction()->getName();
+      traceLines_ += inlineIt ? "\t1\n" : "\t0\n";
+    }
     if (log_) log_->log(*ModelRunner, stock, inlineIt);
     return std::make_unique<llvm::MLInlineAdvice>(this, cb, ore, inlineIt);
   }
@@ -181,7 +220,8 @@ class MLBridgeInlineAdvisor final : public llvm::MLInlineAdvisor {
   std::unordered_map<std::string, bool> callees_;  // callee name -> the answer for all its call sites
   bool calleesGiven_;
   size_t forced_ = 0;
-  std::unique_ptr<llvm::raw_fd_ostream> trace_;
+  std::unique_ptr<llvm::raw_fd_ostream> trace_;  // opened (append) when the advisor is made, written at its end
+  std::string traceLines_;
 };
 
 llvm::InlineAdvisor* createAdvisor(llvm::Module& m, llvm::FunctionAnalysisManager& fam, llvm::InlineParams params,
@@ -216,7 +256,7 @@ llvm::InlineAdvisor* createAdvisor(llvm::Module& m, llvm::FunctionAnalysisManage
   std::unique_ptr<InlineTrainingLog> log;
   if (!config.trainingLog.empty()) {
     std::string error;
-    log = InlineTrainingLog::open(config.trainingLog, inlinerFeatures(), &error);
+    log = InlineTrainingLog::open(perModulePath(config.trainingLog, m), inlinerFeatures(), &error);
     if (!log) {
       llvm::errs() << "mlbridge: warning: ML inliner: " << error << "; no training log\n";
       if (!config.hasRunner() && config.flips.empty()) return stock();

@@ -13,6 +13,7 @@ import os
 import sys
 from typing import Any, Dict, List, Optional
 
+from ..corpus.settings import SETTINGS
 from .errors import UsageError
 
 #: failures printed on stderr before "... and N more" (all are in --json)
@@ -30,11 +31,12 @@ def add_parser(corpus_sub: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--policy", required=True, metavar="{oz,MODEL.onnx,python:MODULE:FN}",
                    help="oz: the -Oz heuristic; MODEL.onnx: the model in-process (LLVM plugin); "
                         "python:MODULE:FN: FN(observation) answered in this process over pipes")
-    p.add_argument("--setting", choices=("objects", "linked", "lto"), default="objects",
+    p.add_argument("--setting", choices=SETTINGS, default="objects",
                    help="where sizes are measured: objects, each module's object (default); linked, the "
                         "programs of the corpus's programs.json linked by lld with --gc-sections; lto, the "
                         "same programs with full LTO, the policy deciding in the pre-link compiles and in "
-                        "lld's LTO backend (docs/corpus.md, \"Settings\")")
+                        "lld's LTO backend; thinlto, with ThinLTO, the policy in every backend "
+                        "(docs/corpus.md, \"Settings\")")
     p.add_argument("-j", "--jobs", type=int, default=None, help="parallel compiles (default: all cores)")
     p.add_argument("--timeout", type=float, default=300.0, help="seconds per compile (default 300)")
     p.add_argument("--plugin", default=None,

@@ -20,6 +20,7 @@ import os
 import sys
 from typing import Any, Callable, Dict, List, Sequence, Tuple
 
+from ..corpus.settings import SETTINGS
 from .errors import UsageError
 from .progress import Progress
 
@@ -38,9 +39,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--minutes", type=float, default=None, help="stop after this much training time (resumable)")
     r.add_argument("--modules-per-step", type=int, default=16,
                    help="modules (programs, in the linked and lto settings) compiled for each candidate")
-    r.add_argument("--setting", choices=("objects", "linked", "lto"), default="objects",
+    r.add_argument("--setting", choices=SETTINGS, default="objects",
                    help="where rewards are measured: each module's object (default), or each program of the "
-                        "corpora's programs.json linked by lld, or under full LTO (ES only; docs/training.md)")
+                        "corpora's programs.json linked by lld, under full LTO or under ThinLTO (ES only; "
+                        "docs/training.md)")
     r.add_argument("--pairs", type=int, default=8, help="es: antithetic pairs per generation")
     r.add_argument("--sigma", type=float, default=0.05, help="es: perturbation scale")
     r.add_argument("--lr", type=float, default=0.02, help="es: Adam step size")

@@ -9,6 +9,7 @@ import sys
 import time
 from typing import Any, Dict, List
 
+from ..corpus.settings import SETTINGS
 from .errors import UsageError
 from .progress import Progress
 
@@ -22,7 +23,7 @@ def add_parser(ts: argparse._SubParsersAction, run_options: Any) -> None:
                                   "OUT/room.json; prints the table. docs/training.md, \"Where the room is\".")
     r.add_argument("corpora", nargs="+", help="corpus folders with programs.json")
     r.add_argument("-o", "--out", required=True, help="folder for the search states and room.json")
-    r.add_argument("--setting", choices=("objects", "linked", "lto"), default="lto")
+    r.add_argument("--setting", choices=SETTINGS, default="lto")
     r.add_argument("--budget", type=int, default=100, help="candidates tried per program, in all runs")
     r.add_argument("--minutes", type=float, default=None, help="start no new batch after this long (resumable)")
     r.add_argument("--programs", nargs="*", default=None, metavar="NAME", help="only these programs")

@@ -8,7 +8,11 @@
 ``lto``       full LTO: each module through the pre-link pipeline
               (``-flto=full``, the policy deciding there) and the link's LTO
               backend in ``ld.lld-19`` (the plugin loaded into the linker,
-              the policy deciding again on the merged program).
+              the policy deciding again on the merged program);
+``thinlto``   ThinLTO: each module through the ThinLTO pre-link pipeline
+              (``-flto=thin``, the policy deciding there), then one backend per
+              module in ``ld.lld-19`` after importing across modules (the
+              plugin in every backend thread).
 
 The ``-Oz`` baseline of a setting is the same compiles and the same link
 without the plugin. Only the linker or LTO can delete a function once its last
@@ -38,7 +42,7 @@ from .elf import ElfError, defined_dynamic_symbols, text_size
 from .layout import Corpus, CorpusError, Module
 from .programs import Program
 
-SETTINGS = ("objects", "linked", "lto")
+SETTINGS = ("objects", "linked", "lto", "thinlto")
 #: a link slower than this is reported as timed out (full LTO of a large C++ program)
 LINK_TIMEOUT = 1800.0
 _SECTIONS = ("-ffunction-sections", "-fdata-sections")
@@ -62,14 +66,19 @@ class Setting:
 
     @property
     def lto(self) -> bool:
-        return self.name == "lto"
+        """Either kind of LTO: bitcode from the compiles, the policy in the linker too."""
+        return self.name in ("lto", "thinlto")
+
+    @property
+    def lto_flag(self) -> str:
+        return "-flto=thin" if self.name == "thinlto" else "-flto=full"
 
     def compile_options(self, program: Program, base: CompileOptions) -> CompileOptions:
         """How each member of PROGRAM is compiled in this setting. A shared
         library's code must be position independent, not merely position
         independent for an executable: the recorded ``-pic-is-pie`` is dropped
         (and the link binds symbolically, link_command)."""
-        args: Tuple[str, ...] = _SECTIONS + (("-flto=full", "-flto-unit") if self.lto else ())
+        args: Tuple[str, ...] = _SECTIONS + ((self.lto_flag, "-flto-unit") if self.lto else ())
         drop = ("-pic-is-pie",) if program.kind == "shared" else ()
         return dataclasses.replace(base, setting_args=args, setting_drop=drop, bitcode=self.lto,
                                    keep_objects=True)
@@ -111,7 +120,7 @@ def link_command(program: Program, inputs: Sequence[str], out: str, toolchain: T
     that chooses the plugin's runner inside the linker (lto with a policy)."""
     cmd = [toolchain.clang, "-fuse-ld=lld", "-Wl,--gc-sections"]
     if setting.lto:
-        cmd += ["-flto=full", opt, *_SECTIONS]
+        cmd += [setting.lto_flag, opt, *_SECTIONS]
     if program.kind == "shared":
         # -Bsymbolic: the recorded compiles assumed an executable (-pic-is-pie), so
         # the bitcode already calls its own functions directly (dso_local); a shared
@@ -131,6 +140,9 @@ def link_command(program: Program, inputs: Sequence[str], out: str, toolchain: T
             from .compile import PIPE_DECISION_TIMEOUT_MS
             env.update(MLBRIDGE_INLINE_RUNNER="pipe", MLBRIDGE_INLINE_CHANNEL="{base}",
                        MLBRIDGE_INLINE_TIMEOUT_MS=str(PIPE_DECISION_TIMEOUT_MS))
+            if setting.name == "thinlto":
+                # one pair of pipes, one conversation at a time: one backend thread
+                cmd.append("-Wl,--thinlto-jobs=1")
     cmd += list(inputs) + [f"-l{lib}" for lib in program.libs] + ["-o", out]
     return cmd, env
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import dataclasses
 import fnmatch
+import glob
 import json
 import os
 import shutil
@@ -316,14 +317,16 @@ class RoomSearch:
                 return {"MLBRIDGE_INLINE_TRAINING_LOG": logs[-1]}
 
             opts = dataclasses.replace(self.options, extra_env=log_env)
-            link_log = os.path.join(folder, "link.log")
+            # one log per backend: ThinLTO runs one per module ({module}: the plugin names it)
+            link_log = os.path.join(folder, "link.{module}.log")
             if self.setting.whole_program:
                 opts = dataclasses.replace(opts, environ=dict(opts.environ))
                 r = build_program(self.corpus, self.program, Policy.callees(callees), self.setting, folder,
                                   self.toolchain, opts, tag="log", link_env={"MLBRIDGE_INLINE_TRAINING_LOG": link_log})
             else:
                 r = self._objects(Policy.callees(callees), folder, opts)
-            trajs = [t for p in logs + [link_log] if os.path.exists(p) for t in [read_decisions(p)] if t is not None]
+            link_logs = sorted(glob.glob(os.path.join(glob.escape(folder), "link.*.log")))
+            trajs = [t for p in logs + link_logs if os.path.exists(p) for t in [read_decisions(p)] if t is not None]
             return Measure(r.ok, r.text_bytes, {}, r.error, r.command), trajs
         finally:
             shutil.rmtree(folder, ignore_errors=True)

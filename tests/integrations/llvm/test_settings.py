@@ -1,5 +1,6 @@
 """Whole-program settings with the real linker: programs linked by ld.lld with
---gc-sections and with full LTO, the plugin loaded into lld's LTO backend, and
+--gc-sections, with full LTO and with ThinLTO, the plugin loaded into lld's LTO
+backends (one per module and thread in ThinLTO), and
 every way the linker can leave the policy out (a model it cannot load, a plugin
 it never ran, a link that fails, an export list naming nothing) a failed
 program, never an -Oz size."""
@@ -39,7 +40,7 @@ def cli(*args: str) -> subprocess.CompletedProcess:
                           stdin=subprocess.DEVNULL)
 
 
-@pytest.mark.parametrize("setting", ["linked", "lto"])
+@pytest.mark.parametrize("setting", ["linked", "lto", "thinlto"])
 def test_never_inlining_is_measured_on_the_linked_program(corpus, setting):
     p = cli(corpus, "--policy", model("never.onnx"), "--setting", setting)
     assert p.returncode == 0, p.stderr
@@ -88,6 +89,71 @@ def test_python_policy_answers_the_linker_over_pipes(corpus, toolchain, tmp_path
     assert r.ok, r.error
     assert r.decisions == len(asked) > 0
     assert any(ln.startswith("mlbridge: inliner: ") for ln in r.stderr.splitlines())
+
+
+def _reports(stderr: str):
+    return [ln for ln in stderr.splitlines() if ln.startswith("mlbridge: inliner: ")]
+
+
+def test_thinlto_every_backend_decides(corpus, toolchain, tmp_path):
+    """ThinLTO: lld runs one backend per module on several threads, each with
+    the plugin's own advisor; each reports on a line of its own (written at
+    once, never interleaved with another thread's), and the program's
+    decisions are their sum with the pre-link compiles'."""
+    c = layout.load(corpus)
+    r = build_program(c, LIB, Policy.parse(model("never.onnx")), Setting("thinlto"), str(tmp_path), toolchain,
+                      CompileOptions())
+    assert r.ok, r.error
+    assert "-flto=thin" in r.command and "--thinlto-jobs" not in r.command      # backends in parallel
+    reports = _reports(r.stderr)
+    assert len(reports) == len(c.modules), r.stderr                              # one backend per module
+    for ln in reports:
+        assert ln.split()[3:5] == ["model", "decisions,"] and ln.endswith("stock decisions after an error"), ln
+    linker = sum(int(ln.split()[2]) for ln in reports)
+    assert 0 < linker < r.decisions                                              # the pre-link compiles decided too
+
+
+def test_thinlto_python_policy_answers_one_backend_at_a_time(corpus, toolchain, tmp_path):
+    """One pair of pipes serves one conversation: a Python policy links with
+    one backend thread, and answers every backend's questions."""
+    asked = []
+
+    def never(obs):
+        asked.append(1)
+        return np.int64(0)
+
+    c = layout.load(corpus)
+    r = build_program(c, LIB, Policy("python", "python:test:never", fn=never), Setting("thinlto"), str(tmp_path),
+                      toolchain, CompileOptions())
+    assert r.ok, r.error
+    assert "-Wl,--thinlto-jobs=1" in r.command
+    assert r.decisions == len(asked) > 0 and len(_reports(r.stderr)) == len(c.modules)
+
+
+def test_thinlto_training_logs_and_trace_per_backend(corpus, toolchain, tmp_path):
+    """{module} in the training log's path gives each backend its own log
+    (LLVM's format, readable), and the trace's lines from parallel backends
+    stay whole: one line per question, as many as the backends asked."""
+    from mlbridge.train.logged_compile import read_decisions
+    c = layout.load(corpus)
+    callees = tmp_path / "callees.txt"
+    callees.write_text("*\t0\n")
+    trace = tmp_path / "trace.txt"
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    r = build_program(c, LIB, Policy.callees(str(callees)), Setting("thinlto"), str(tmp_path / "w"), toolchain,
+                      CompileOptions(), link_env={"MLBRIDGE_INLINE_TRAINING_LOG": str(logs / "link.{module}.log"),
+                                                  "MLBRIDGE_INLINE_TRACE": str(trace)})
+    assert r.ok, r.error
+    made = sorted(os.listdir(logs))
+    assert len(made) == len(c.modules) and all(n.startswith("link.") and n.endswith(".log") for n in made), made
+    logged = [read_decisions(str(logs / n)) for n in made]
+    reported = [int(ln.split()[2]) for ln in _reports(r.stderr) if ln.endswith("decisions logged")]
+    assert sorted(len(t.decision) if t else 0 for t in logged) == sorted(reported) and sum(reported) > 0
+    lines = trace.read_text().splitlines()
+    asked = sum(int(ln.split()[5]) for ln in r.stderr.splitlines() if ln.startswith("mlbridge: inliner callees: "))
+    assert len(lines) == asked == sum(reported)
+    assert all(len(ln.split("\t")) == 3 and ln.endswith("\t0") for ln in lines), lines[:5]
 
 
 def test_a_model_the_linker_cannot_load_fails_the_program(corpus, toolchain, tmp_path, monkeypatch):
