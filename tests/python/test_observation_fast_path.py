@@ -138,7 +138,7 @@ def test_golden_vectors(case):
         data = f.read()
     feats = tuple(TensorSpec.from_json(s) for s in case["features"])
     read = fmt.observation_reader(feats)
-    pos, hits, observations = 8, 0, 0   # after the preamble
+    pos, hits, observations, expected_json_hits = 8, 0, 0, 0   # after the preamble
     while pos < len(data):
         n = int.from_bytes(data[pos:pos + 4], "little")
         payload = data[pos + 4:pos + 4 + n]
@@ -149,6 +149,8 @@ def test_golden_vectors(case):
                 assert read(memoryview(payload)) is None   # a header, context or end
             continue
         observations += 1
+        big = jsonfmt._simdjson is not None and len(payload) >= jsonfmt.SIMDJSON_MIN_BYTES
+        expected_json_hits += not big and b'"NaN"' not in payload and b'Infinity"' not in payload
         if read is not None:
             fast = read(memoryview(payload))
             if fast is not None:
@@ -156,6 +158,11 @@ def test_golden_vectors(case):
                 _same(fast, general, feats)
     if read is not None and case["format"] == "protobuf":
         assert hits == observations   # the template is the C++ serializer's layout
+    if read is not None and case["format"] == "json":
+        # Every observation is the C++ writer's canonical form: the fast path
+        # takes each one, except non-finite floats (written as strings) and
+        # payloads big enough for simdjson's general path.
+        assert hits == expected_json_hits
 
 
 # ---- what each fast path must refuse (and the general path then decides) ---------------------
@@ -291,10 +298,12 @@ def _bitstream_decoder(feats):
     return dec
 
 
-def _check_bitstream(feats, message: bytes, cut: int) -> None:
+def _check_bitstream(feats, message: bytes, cut: int, answer: bool = False) -> None:
     """Whenever the reader answers (or refuses), decode() answers (or
     refuses) the same from the same bytes; when it asks for more, decode()
-    does not accept them either."""
+    does not accept them either. ``answer``: the bytes are one complete,
+    well-formed observation, which the reader must answer itself (a reader
+    that always stepped aside would pass every other check)."""
     data = bytearray(b"\n\n\n" + message[:cut])   # not at offset 0, cut anywhere
     dec = _bitstream_decoder(feats)
     try:
@@ -310,6 +319,7 @@ def _check_bitstream(feats, message: bytes, cut: int) -> None:
         assert isinstance(general, ProtocolError) and str(general) == str(got)
         return
     if got is None:
+        assert not answer, "the reader stepped aside from a complete observation"
         if need:   # an observation still arriving: decode() must not accept it now
             assert general is None or isinstance(general, ProtocolError)
             assert 3 + need > len(data)
@@ -333,7 +343,7 @@ def test_bitstream_reader_matches_decode(key):
     for oid in (0, 7, 10**12):
         message = get_format("bitstream").observation(oid, feats, [_values(s, rng) for s in feats])
         for cut in range(len(message) + 1):
-            _check_bitstream(feats, message, cut)
+            _check_bitstream(feats, message, cut, answer=cut == len(message))
 
 
 @pytest.mark.parametrize("key", ["inliner", "floats", "bools", "empty"])
@@ -356,9 +366,11 @@ def _framed_decoder(fmt, feats):
     return dec
 
 
-def _check_framed(fmt, feats, frame: bytes, cut: int) -> None:
+def _check_framed(fmt, feats, frame: bytes, cut: int, answer: bool = False) -> None:
     """Whenever the reader answers, decode() answers the same observation
-    from the same bytes; when it asks for more, decode() cannot decide yet."""
+    from the same bytes; when it asks for more, decode() cannot decide yet.
+    ``answer``: a complete canonical observation frame, which the reader
+    must answer itself."""
     data = bytearray(b"\0\0\0" + frame[:cut])
     dec = _framed_decoder(fmt, feats)
     read = dec.observation_reader()
@@ -370,6 +382,7 @@ def _check_framed(fmt, feats, frame: bytes, cut: int) -> None:
     except ProtocolError as exc:
         general = exc
     if got is None:
+        assert not answer, "the reader stepped aside from a complete observation frame"
         if need:
             assert general is None and 3 + need > len(data)
         return
@@ -391,7 +404,7 @@ def test_framed_reader_matches_decode(fmt_name, key):
     rng = np.random.default_rng(5)
     frame = fmt.observation(9, feats, [_values(s, rng) for s in feats])
     for cut in range(len(frame) + 1):
-        _check_framed(fmt, feats, frame, cut)
+        _check_framed(fmt, feats, frame, cut, answer=cut == len(frame))
     # Not observations: a context, an end, the next session's preamble, a
     # length over the message limit (decode() refuses it; the reader steps aside).
     for other in (fmt.context("f"), fmt.end(), fmt.preamble(), b"\xff\xff\xff\x7f" + frame[4:]):
