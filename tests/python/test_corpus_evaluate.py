@@ -143,6 +143,20 @@ def test_cc1_args_drop_what_a_recompile_must_not_replay():
         cc1_args(["clang", "-c"])
 
 
+def test_a_command_that_is_not_cc1_names_its_file(tmp_path):
+    """compile_module reports which file holds the bad command: the .cmd, or the
+    description whose global_command_override replaces it (issue 25)."""
+    from mlbridge.corpus.compile import Toolchain
+    from mlbridge.corpus.layout import DESCRIPTION, Module, write_cmd
+    (tmp_path / "m.bc").write_bytes(b"BC")
+    write_cmd(str(tmp_path / "m.cmd"), ["clang", "-c"])
+    tc = Toolchain("/nonexistent/clang-19", None, "clang 19")
+    for module, path in ((Module(str(tmp_path), "m"), tmp_path / "m.cmd"),
+                         (Module(str(tmp_path), "m", ["-O2"]), tmp_path / DESCRIPTION)):
+        r = compile_module(module, Policy.parse("oz"), str(tmp_path), tc)
+        assert not r.ok and f"{path}: the command does not start with -cc1" in r.error, r.error
+
+
 def test_policy_parse_errors(tmp_path):
     from mlbridge.corpus.compile import CompileSetupError
     for bad in ("", "O2", str(tmp_path / "missing.onnx"), "python:nosuchmodule_xyz:f", "python:os"):

@@ -413,6 +413,9 @@ def test_hostile_compile_commands(tmp_path):
     assert p.returncode == 1
     s = json.loads(p.stdout)
     assert s["failed"] == 2 and s["skipped"] == 2 and s["modules"] == 0
+    # the failure names the corpus folder the name would leave, with its path (issue 25)
+    assert {"module": "../escape.o", "input": str(b / "../escape.o"),
+            "reason": f"{out}: module name '../escape.o' leaves the corpus folder"} in s["failures"]
     assert sorted(os.listdir(tmp_path)) == ["b", "compile_commands.json", "out"]
     assert not os.path.exists("/etc/passwd.o.bc")
     assert mlbridge("corpus", "extract", str(tmp_path / "x.json"), "-o", str(out), check=False).returncode == 2

@@ -54,6 +54,8 @@ def test_malformed_descriptions_are_named(tmp_path, desc, words):
     with pytest.raises(CorpusError) as err:
         load_programs(corpus(tmp_path))
     assert words in str(err.value)
+    # the file with its path: which corpus's programs.json (issue 25)
+    assert str(err.value).startswith(str(tmp_path / PROGRAMS) + ": "), str(err.value)
 
 
 def test_missing_file_says_what_is_needed(tmp_path):

@@ -34,7 +34,8 @@ def _load(root: str, description: bytes, *, check_files: bool = True) -> None:
     try:
         corpus = load(root, check_files=check_files)
     except CorpusError as exc:
-        assert str(exc)
+        # one line naming the file at fault with its path: this corpus, not any (issue 25)
+        assert str(exc).startswith(root) and "\n" not in str(exc), str(exc)
         return
     # What loaded is usable: every module stays inside the corpus.
     for m in corpus.modules:
@@ -54,6 +55,27 @@ def test_description_any_bytes(tmp_path, data):
 def test_description_any_json(tmp_path, desc, check):
     (tmp_path / "a.bc").write_bytes(b"BC")
     _load(str(tmp_path), json.dumps(desc).encode(), check_files=check)
+
+
+@pytest.mark.parametrize("modules, message", [
+    (["../x"], "{d}: module name '../x' leaves the corpus folder"),
+    (["/etc/passwd"], "{d}: module name '/etc/passwd' leaves the corpus folder"),
+    (["a/../../x"], "{d}: module name 'a/../../x' leaves the corpus folder"),
+    ([""], "{d}: module name '' is not a non-empty string"),
+    ([7], "{d}: module name 7 is not a non-empty string"),
+    (["a", "a"], "{d}: a module is listed twice"),
+    (["m"], "{root}/m.bc: missing (module m of {d})"),
+])
+def test_errors_name_the_corpus_file_with_its_path(tmp_path, modules, message):
+    """Which corpus: the description (or module file) with its folder, as the
+    user gave it, not just "corpus_description.json" (issue 25)."""
+    root = str(tmp_path / "some" / "corpus")
+    os.makedirs(root)
+    (tmp_path / "some" / "corpus" / "a.bc").write_bytes(b"BC")
+    (tmp_path / "some" / "corpus" / "a.cmd").write_bytes(b"-cc1\0")
+    with pytest.raises(CorpusError) as err:
+        _load_strict(root, json.dumps({"modules": modules}).encode())
+    assert str(err.value) == message.format(d=os.path.join(root, DESCRIPTION), root=root)
 
 
 @pytest.mark.parametrize("text", ["[" * 100000, '{"modules":' * 50000, '{"modules": ["a"], "x": ' + "[" * 100000])

@@ -22,11 +22,7 @@ def combine(root: str) -> Dict[str, Any]:
     first = ""
     for d in subs:
         sub = os.path.join(root, d)
-        try:
-            corpus = load(sub, check_files=False)
-        except CorpusError as exc:   # say which of the corpora (some messages name only the file)
-            msg = str(exc)
-            raise CorpusError(msg if sub in msg else f"{sub}: {msg}") from None
+        corpus = load(sub, check_files=False)   # its errors name the sub-corpus's files with their paths
         desc: Dict[str, Any] = {}
         if corpus.global_command_override is not None:
             desc["global_command_override"] = corpus.global_command_override

@@ -257,8 +257,12 @@ def command_for(module: Module, policy: Policy, out: str, toolchain: Toolchain,
     """The full clang command that compiles `module` under `policy` into `out`."""
     options = options or CompileOptions()
     emit = ("-emit-llvm-bc",) if options.bitcode else ("-emit-obj",)
-    cmd = ([toolchain.clang] + cc1_args(module.command(), drop=options.setting_drop, emit=emit)
-           + list(options.setting_args) + ["-x", "ir", os.path.abspath(module.bc)])
+    args = module.command()   # CorpusError naming the .cmd when it cannot be read
+    try:
+        recorded = cc1_args(args, drop=options.setting_drop, emit=emit)
+    except CorpusError as exc:   # cc1_args judges a list: name the file the list came from
+        raise CorpusError(f"{module.command_file}: {exc}") from None
+    cmd = ([toolchain.clang] + recorded + list(options.setting_args) + ["-x", "ir", os.path.abspath(module.bc)])
     if options.thinlto:
         cmd += [f"-fthinlto-index={os.path.abspath(module.thinlto_index)}", "-mllvm", "-thinlto-assume-merged"]
     cmd += policy_args(policy, toolchain.plugin)

@@ -286,7 +286,7 @@ def _extract_one(src: Source, out: str, opts: Options, pattern: Optional["re.Pat
                  old: Optional[Dict[str, Any]]) -> Tuple[Outcome, Optional[Dict[str, Any]]]:
     """Extracts one module; returns its outcome and its stamp entry (None: not in the corpus)."""
     try:
-        check_name(src.name)
+        check_name(src.name, out)   # the corpus folder it would leave; the outcome names the input
         sig = _signature(src.path)
     except CorpusError as exc:
         return Outcome(src.name, "failed", str(exc), src.path), None
@@ -431,7 +431,7 @@ def extract(sources: Sequence[Source], out: str, *, options: Options = Options()
     for name in old_modules:          # modules gone from the build, or failing now
         if name not in new_modules:
             try:
-                check_name(name)
+                check_name(name, os.path.join(out, STAMP))
             except CorpusError:
                 continue
             _remove_outputs(out, name)

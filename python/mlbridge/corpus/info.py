@@ -52,8 +52,11 @@ def describe(corpus: Corpus) -> Dict[str, Any]:
         try:
             size = os.path.getsize(m.bc)
         except OSError as exc:
-            raise CorpusError(f"{corpus.root}: module {m.name}: {exc.strerror}") from None
-        args = m.command()
+            raise CorpusError(f"{m.bc}: cannot read ({exc.strerror})") from None
+        try:
+            args = m.command()
+        except OSError as exc:
+            raise CorpusError(f"{m.command_file}: cannot read ({exc.strerror})") from None
         level = _opt_level(args)
         opt[level] += 1
         targets[_value_after(args, "-triple") or "?"] += 1

@@ -53,6 +53,12 @@ class Module:
     def thinlto_index(self) -> str:
         return os.path.join(self.root, self.name + ".thinlto.bc")
 
+    @property
+    def command_file(self) -> str:
+        """The file the module's command comes from: its .cmd, or the corpus's
+        description when that overrides every command."""
+        return os.path.join(self.root, DESCRIPTION) if self.override is not None else self.cmd_path
+
     def command(self) -> List[str]:
         """The module's cc1 arguments, as clang recorded them (starting with -cc1,
         without -o and the input), or the corpus-wide override."""
@@ -95,20 +101,25 @@ def write_cmd(path: str, args: Sequence[str]) -> None:
         f.write(b"".join(a.encode("utf-8") + b"\0" for a in args))
 
 
-def check_name(name: Any) -> str:
-    """A module name from a description: a relative path that stays inside the corpus."""
+def check_name(name: Any, where: str) -> str:
+    """A module name from a description: a relative path that stays inside the
+    corpus. WHERE is the file the name comes from, with its path (the corpus's
+    description, or what extract read it from): every message names it."""
     if not isinstance(name, str) or not name or "\0" in name:
-        raise CorpusError(f"{DESCRIPTION}: module name {name!r} is not a non-empty string")
+        raise CorpusError(f"{where}: module name {name!r} is not a non-empty string")
     norm = os.path.normpath(name)
     if os.path.isabs(name) or norm == ".." or norm.startswith(".." + os.sep):
-        raise CorpusError(f"{DESCRIPTION}: module name {name!r} leaves the corpus folder")
+        raise CorpusError(f"{where}: module name {name!r} leaves the corpus folder")
     return name
 
 
 def read_json(path: str, limit: int) -> Any:
     """A corpus's JSON file, at most LIMIT bytes (CorpusError naming it otherwise)."""
-    with open(path, "rb") as f:
-        data = f.read(limit + 1)
+    try:
+        with open(path, "rb") as f:
+            data = f.read(limit + 1)
+    except OSError as exc:
+        raise CorpusError(f"{path}: cannot read ({exc.strerror})") from None
     if len(data) > limit:
         raise CorpusError(f"{path}: larger than {limit} bytes")
     try:
@@ -134,16 +145,16 @@ def load(root: str, *, check_files: bool = True) -> Corpus:
     has_thinlto = desc.get("has_thinlto", False)
     if not isinstance(has_thinlto, bool):
         raise CorpusError(f"{path}: has_thinlto must be true or false")
-    names = [check_name(n) for n in desc["modules"]]
+    names = [check_name(n, path) for n in desc["modules"]]
     if len(set(names)) != len(names):
         raise CorpusError(f"{path}: a module is listed twice")
     mods = [Module(root, n, override) for n in names]
     if check_files:
         for m in mods:
             if not os.path.isfile(m.bc):
-                raise CorpusError(f"{root}: module {m.name}: {m.name}.bc is missing")
+                raise CorpusError(f"{m.bc}: missing (module {m.name} of {path})")
             if override is None and not os.path.isfile(m.cmd_path):
-                raise CorpusError(f"{root}: module {m.name}: {m.name}.cmd is missing")
+                raise CorpusError(f"{m.cmd_path}: missing (module {m.name} of {path})")
     extra = {k: v for k, v in desc.items() if k not in ("modules", "has_thinlto", "global_command_override")}
     return Corpus(root, mods, has_thinlto, override, extra)
 

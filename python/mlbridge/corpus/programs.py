@@ -60,7 +60,8 @@ class Program:
         for pat in self.modules:
             hit = [m for m in corpus.modules if fnmatch.fnmatchcase(m.name, pat)]
             if not hit:
-                raise CorpusError(f"{PROGRAMS}: program {self.name}: module pattern {pat!r} matches no module")
+                raise CorpusError(f"{os.path.join(corpus.root, PROGRAMS)}: program {self.name}: "
+                                  f"module pattern {pat!r} matches no module")
             out += [m for m in hit if m not in out]
         return [m for m in corpus.modules if m in out]
 
@@ -73,44 +74,45 @@ class Program:
         return d
 
 
-def _strings(prog: str, key: str, value: Any, pattern: "re.Pattern[str]") -> Tuple[str, ...]:
+def _strings(where: str, prog: str, key: str, value: Any, pattern: "re.Pattern[str]") -> Tuple[str, ...]:
     if not isinstance(value, list) or len(value) > MAX_PATTERNS or not all(isinstance(v, str) for v in value):
-        raise CorpusError(f"{PROGRAMS}: program {prog}: {key} must be a list of at most {MAX_PATTERNS} strings")
+        raise CorpusError(f"{where}: program {prog}: {key} must be a list of at most {MAX_PATTERNS} strings")
     for v in value:
         if not pattern.match(v):
-            raise CorpusError(f"{PROGRAMS}: program {prog}: {key} entry {v!r} is not allowed")
+            raise CorpusError(f"{where}: program {prog}: {key} entry {v!r} is not allowed")
     return tuple(value)
 
 
-def _module_globs(prog: str, value: Any) -> Tuple[str, ...]:
+def _module_globs(where: str, prog: str, value: Any) -> Tuple[str, ...]:
     if not isinstance(value, list) or not value or len(value) > MAX_PATTERNS:
-        raise CorpusError(f"{PROGRAMS}: program {prog}: modules must be a non-empty list of globs")
+        raise CorpusError(f"{where}: program {prog}: modules must be a non-empty list of globs")
     for v in value:
         if not isinstance(v, str) or not v or "\0" in v or len(v) > 4096:
-            raise CorpusError(f"{PROGRAMS}: program {prog}: module glob {v!r} is not a string")
+            raise CorpusError(f"{where}: program {prog}: module glob {v!r} is not a string")
     return tuple(value)
 
 
-def program_from_dict(d: Any) -> Program:
-    """One entry of programs.json, checked (CorpusError naming the entry)."""
+def program_from_dict(d: Any, where: str = PROGRAMS) -> Program:
+    """One entry of programs.json, checked (CorpusError naming WHERE, the file
+    with its path, and the entry)."""
     if not isinstance(d, dict):
-        raise CorpusError(f"{PROGRAMS}: each program must be an object")
+        raise CorpusError(f"{where}: each program must be an object")
     name = d.get("name")
     if not isinstance(name, str) or not _NAME.match(name):
-        raise CorpusError(f"{PROGRAMS}: program name {name!r} must be a plain file name")
+        raise CorpusError(f"{where}: program name {name!r} must be a plain file name")
     unknown = set(d) - {"name", "kind", "modules", "exports", "libs"}
     if unknown:
-        raise CorpusError(f"{PROGRAMS}: program {name}: unknown key(s) {', '.join(sorted(unknown))}")
+        raise CorpusError(f"{where}: program {name}: unknown key(s) {', '.join(sorted(unknown))}")
     kind = d.get("kind", "shared")
     if kind not in KINDS:
-        raise CorpusError(f"{PROGRAMS}: program {name}: kind must be one of {', '.join(KINDS)}, not {kind!r}")
-    modules = _module_globs(name, d.get("modules", ["*"]))
-    exports = _strings(name, "exports", d.get("exports", []), _EXPORT)
-    libs = _strings(name, "libs", d.get("libs", []), _NAME)
+        raise CorpusError(f"{where}: program {name}: kind must be one of {', '.join(KINDS)}, not {kind!r}")
+    modules = _module_globs(where, name, d.get("modules", ["*"]))
+    exports = _strings(where, name, "exports", d.get("exports", []), _EXPORT)
+    libs = _strings(where, name, "libs", d.get("libs", []), _NAME)
     if kind == "shared" and not exports:
-        raise CorpusError(f"{PROGRAMS}: program {name}: a shared library needs its export list (\"exports\")")
+        raise CorpusError(f"{where}: program {name}: a shared library needs its export list (\"exports\")")
     if kind == "executable" and exports:
-        raise CorpusError(f"{PROGRAMS}: program {name}: an executable exports nothing (drop \"exports\")")
+        raise CorpusError(f"{where}: program {name}: an executable exports nothing (drop \"exports\")")
     return Program(name, kind, modules, exports, libs)
 
 
@@ -120,15 +122,12 @@ def load_programs(corpus: Corpus) -> List[Program]:
     if not os.path.isfile(path):
         raise CorpusError(f"{corpus.root}: no {PROGRAMS}: the linked and LTO settings need the programs the "
                           "modules link into (docs/corpus.md, \"Programs\")")
-    try:
-        desc = read_json(path, MAX_FILE_BYTES)
-    except OSError as exc:
-        raise CorpusError(f"{path}: cannot read ({exc.strerror})") from None
+    desc = read_json(path, MAX_FILE_BYTES)   # CorpusError naming it when it cannot be read
     if not isinstance(desc, dict) or not isinstance(desc.get("programs"), list) or not desc["programs"]:
         raise CorpusError(f"{path}: expected an object with a non-empty \"programs\" list")
     if len(desc["programs"]) > MAX_PROGRAMS:
         raise CorpusError(f"{path}: more than {MAX_PROGRAMS} programs")
-    progs = [program_from_dict(p) for p in desc["programs"]]
+    progs = [program_from_dict(p, path) for p in desc["programs"]]
     if len({p.name for p in progs}) != len(progs):
         raise CorpusError(f"{path}: a program name is used twice")
     for p in progs:
