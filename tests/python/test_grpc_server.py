@@ -67,15 +67,37 @@ def test_port_zero_reports_port_and_loopback_default():
     with GrpcServer(double_a) as srv:
         assert srv.port > 0
         assert srv.target == f"127.0.0.1:{srv.port}"
-        # Not reachable on a non-loopback address of this machine.
+        # What the socket is really bound to, not what the server reports: a
+        # server on 0.0.0.0 reporting 127.0.0.1 passed a connect test whenever
+        # the host name resolved to 127.* (issue 26).
+        bound = _listening_addresses(srv.port)
+        assert bound, f"no listening socket on port {srv.port} in /proc/net/tcp*"
+        assert all(a in ("127.0.0.1", "::1") for a in bound), bound
+
+
+def _listening_addresses(port):
+    """Local addresses of the sockets listening on PORT (/proc/net/tcp, tcp6)."""
+    import ipaddress
+    found = []
+    for name, width in (("tcp", 4), ("tcp6", 16)):
         try:
-            ip = socket.gethostbyname(socket.gethostname())
-        except OSError:
-            ip = "127.0.0.1"
-        if not ip.startswith("127."):
-            with socket.socket() as s:
-                s.settimeout(2)
-                assert s.connect_ex((ip, srv.port)) != 0
+            with open(f"/proc/net/{name}") as f:
+                rows = f.read().splitlines()[1:]
+        except FileNotFoundError:   # no IPv6 in this kernel
+            continue
+        for row in rows:
+            local, state = row.split()[1], row.split()[3]
+            host, p = local.split(":")
+            if state != "0A" or int(p, 16) != port:   # 0A: LISTEN
+                continue
+            raw = bytes.fromhex(host)
+            # The kernel prints each 32-bit word in host (little-endian) order.
+            raw = b"".join(raw[i:i + 4][::-1] for i in range(0, width, 4))
+            ip = ipaddress.ip_address(raw)
+            if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+                ip = ip.ipv4_mapped
+            found.append(str(ip))
+    return found
 
 
 def test_busy_port_fails_loudly():
