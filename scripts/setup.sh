@@ -25,7 +25,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 PY=${PYTHON:-python3}
-if ! "$PY" -c "import numpy, pytest, google.protobuf, orjson, simdjson, grpc, onnx, onnxruntime, gymnasium, ray, tqdm, matplotlib, tensorboard, hypothesis, mlgo" >/dev/null 2>&1; then
+if ! "$PY" -c "import numpy, pytest, google.protobuf, orjson, simdjson, grpc, onnx, onnxruntime, gymnasium, ray, tqdm, matplotlib, tensorboard, hypothesis, mlgo, pyarrow, mutmut" >/dev/null 2>&1; then
   echo "setup: installing Python packages for $PY"
   "$PY" -m pip install -q --disable-pip-version-check -r "$root/python/requirements-dev.txt"
 fi

@@ -24,11 +24,9 @@ CLANG = shutil.which("clang-19")
 CLANGXX = shutil.which("clang++-19")
 OBJCOPY = shutil.which("llvm-objcopy-19")
 LLD = shutil.which("ld.lld-19")
-try:
-    import mlgo.corpus  # noqa: F401  (LLVM's mlgo-utils)
-    HAVE_MLGO = True
-except ImportError:
-    HAVE_MLGO = False
+# LLVM's mlgo-utils: required (python/requirements-dev.txt), missing fails, never skips.
+import mlgo.corpus  # noqa: F401,E402
+HAVE_MLGO = True
 
 needs_clang = pytest.mark.skipif(not (CLANG and CLANGXX), reason="clang-19 not installed")
 needs_peer = pytest.mark.skipif(not (HAVE_MLGO and OBJCOPY), reason="mlgo-utils or llvm-objcopy-19 missing")

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-gymnasium = pytest.importorskip("gymnasium")
+import gymnasium  # noqa: E402  required (python/requirements-dev.txt): missing fails, never skips
 from gymnasium import spaces  # noqa: E402
 from gymnasium.utils.env_checker import check_env  # noqa: E402
 
@@ -245,7 +245,6 @@ def test_gymnasium_make_and_async_vector_llvm():
 
 # ---- gRPC: the compiler serves EnvironmentService -----------------------------------------
 def test_grpc_env_over_a_python_compiler_worker():
-    pytest.importorskip("grpc")
     from mlbridge.training import EnvironmentServer, outcome_reward
     inner = CompilerEnv(fake(3), reward_fn=answers)
     with EnvironmentServer(inner, token="t0k") as server:
@@ -270,7 +269,6 @@ def test_grpc_env_over_a_python_compiler_worker():
 
 
 def test_grpc_worker_failure_truncates_on_the_trainer_side():
-    pytest.importorskip("grpc")
     from mlbridge.training import EnvironmentServer, outcome_reward
     inner = CompilerEnv(fake(5, "die"), features=[("x", "int64_t", [1]), ("y", "float", [2])],
                         advice=[("decision", "int64_t", [1])])
@@ -285,7 +283,6 @@ def test_grpc_worker_failure_truncates_on_the_trainer_side():
 
 
 def test_grpc_worker_security(tmp_path):
-    pytest.importorskip("grpc")
     sys.path.insert(0, os.path.dirname(__file__))
     from grpc_support import make_certs
     from mlbridge.grpc_server import ClientTLS, ServerTLS
@@ -313,7 +310,6 @@ def test_grpc_worker_security(tmp_path):
 
 
 def test_grpc_env_over_the_cpp_training_server():
-    pytest.importorskip("grpc")
     sys.path.insert(0, os.path.dirname(__file__))
     from grpc_support import Proc, find_testenv
     with Proc([find_testenv(), "--threads", "1", "--steps", "5"]) as p:
@@ -336,7 +332,6 @@ def test_grpc_env_over_the_cpp_training_server():
 def test_grpc_env_reads_the_cpp_compilers_outcome():
     # testenv reports {"reward": right/steps, "action_sum", "steps"} after finish(): the
     # trainer sees the end first and GetOutcome waits for the report.
-    pytest.importorskip("grpc")
     sys.path.insert(0, os.path.dirname(__file__))
     from grpc_support import Proc, find_testenv
     from mlbridge.grpc_client import EnvironmentClient
@@ -363,7 +358,6 @@ def test_grpc_env_reads_the_cpp_compilers_outcome():
 
 def test_grpc_env_without_an_outcome_truncates():
     # A compiler that never reports: fetch_outcome waits step_timeout, then truncates (no silent reward).
-    pytest.importorskip("grpc")
     sys.path.insert(0, os.path.dirname(__file__))
     from grpc_support import Proc, find_testenv
     from mlbridge.grpc_client import EnvironmentClient

@@ -569,12 +569,8 @@ def test_damaged_log_show(base):
 
 
 def test_damaged_log_export(base):
-    formats = ["tfrecord", "npz"]
-    try:
-        import pyarrow  # noqa: F401
-        formats.append("parquet")
-    except ImportError:
-        pass
+    # pyarrow is installed by the test command (python/requirements-dev.txt)
+    formats = ["tfrecord", "npz", "parquet"]
 
     @budget(60)
     @given(data=st.data())

@@ -11,7 +11,7 @@ from mlbridge.core.spec import TensorSpec
 from mlbridge.formats import jsonfmt
 from mlbridge.formats.jsonfmt import JsonFormat
 
-pytest.importorskip("simdjson")
+import simdjson  # noqa: E402,F401  required (python/requirements-dev.txt): missing fails, never skips
 
 FMT = JsonFormat()
 

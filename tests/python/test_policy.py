@@ -44,7 +44,7 @@ def test_linear_policy_is_an_mlp_without_hidden_layers_and_keeps_its_json():
 
 @pytest.mark.parametrize("hidden", [(), (8,), (6, 4)])
 def test_onnx_export_takes_the_same_decisions(tmp_path, hidden):
-    ort = pytest.importorskip("onnxruntime")
+    import onnxruntime as ort   # required (python/requirements-dev.txt): missing fails, never skips
     p = MLPPolicy(NAMES, hidden=hidden, seed=4, mu=np.full(len(NAMES), 2.0), sigma=np.full(len(NAMES), 3.0))
     p.params += np.random.default_rng(5).normal(0, 0.5, p.dim).astype(np.float32)
     path = p.export_onnx(str(tmp_path / "p.onnx"))

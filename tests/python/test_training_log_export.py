@@ -194,7 +194,7 @@ def test_export_npz(tmp_path):
 
 
 def test_export_parquet(tmp_path):
-    pq = pytest.importorskip("pyarrow.parquet")
+    import pyarrow.parquet as pq   # installed by the test command (python/requirements-dev.txt): runs, never skips
     q = write_log(str(tmp_path / "x.log"), SMALL, [("f", [small_row(0), small_row(1)])])
     cli("log", "export", q, "-o", str(tmp_path / "o"), "--format", "parquet", "--quiet")
     t = pq.read_table(tmp_path / "o" / "training.parquet").to_pydict()
@@ -203,8 +203,6 @@ def test_export_parquet(tmp_path):
 
 @pytest.mark.parametrize("fmt", ["tfrecord", "npz", "parquet"])
 def test_export_of_logs_without_steps_writes_empty_outputs(tmp_path, fmt):
-    if fmt == "parquet":
-        pytest.importorskip("pyarrow")
     empty = write_log(str(tmp_path / "empty.log"), SMALL, [("", [])])
     r = json.loads(cli("log", "export", empty, "-o", str(tmp_path / "o"), "--format", fmt, "--json").stdout)
     assert r["records"] == 0 and r["without_steps"] == [empty] and os.path.exists(r["outputs"][0])

@@ -11,8 +11,8 @@ import pytest
 
 from ray_support import CORPUS
 
-ray = pytest.importorskip("ray")
-pytest.importorskip("grpc")
+import ray  # noqa: E402  required (python/requirements-dev.txt): missing fails, never skips
+import grpc  # noqa: E402,F401
 
 
 @pytest.fixture
