@@ -51,9 +51,10 @@ def add_parser(corpus_sub: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--rows", type=int, default=30,
                    help="table rows: the modules with the largest change (0: all; default 30)")
     p.add_argument("--log", metavar="DIR", default=None,
-                   help="also write each module's training log (LLVM's format, docs/training-logs.md) to "
-                        "DIR/NAME.log, its reward set from the measured sizes; with --policy oz the stock "
-                        "heuristic's decisions are logged (imitation data)")
+                   help="also write training logs (LLVM's format, docs/training-logs.md): DIR/NAME.log per "
+                        "module, or in a whole-program setting DIR/PROGRAM/ (each member's compile and each "
+                        "LTO backend in the linker), rewards set from the measured sizes; with --policy oz "
+                        "the stock heuristic's decisions are logged (imitation data)")
     p.add_argument("--where", type=int, nargs="?", const=10, default=None, metavar="N",
                    help="where the bytes went: compare each module's two objects function by function "
                         "(functions inlined away, kept out of line, grown, shrunk) and show the N largest "
@@ -63,36 +64,9 @@ def add_parser(corpus_sub: argparse._SubParsersAction) -> argparse.ArgumentParse
     return p
 
 
-def log_path(log_dir: str, module: Any) -> str:
-    return os.path.join(log_dir, module.name + ".log")
-
-
-def _options(args: argparse.Namespace, corpus: Any, policy: Any = None, toolchain: Any = None) -> Any:
-    """The compile options of a run; ``--log DIR`` adds the plugin's training-log
-    option per module (and loads the plugin for ``oz``, whose stock heuristic is logged)."""
-    from ..corpus.compile import CompileOptions, plugin_args
-    opts = CompileOptions(timeout=args.timeout, thinlto=corpus.has_thinlto)
-    if getattr(args, "log", None):
-        load = [] if policy.uses_plugin else plugin_args(toolchain.plugin)
-        opts.extra_args = lambda m: load + ["-mllvm", f"-mlbridge-inline-training-log={log_path(args.log, m)}"]
-    return opts
-
-
-def _reward_logs(args: argparse.Namespace, corpus: Any, ev: Any) -> int:
-    """Writes each logged module's reward (policy vs -Oz .text) into its log; returns how many."""
-    from ..llvm.training_log import set_log_reward
-    done = 0
-    for m, s in zip(corpus.modules, ev.scores):
-        path = log_path(args.log, m)
-        if s.ok and os.path.exists(path):
-            set_log_reward(path, int(s.policy.text_bytes), int(s.baseline.text_bytes))
-            done += 1
-    return done
-
-
 def run(args: argparse.Namespace) -> int:
     from ..corpus import layout
-    from ..corpus.compile import CompileSetupError, Policy, Toolchain
+    from ..corpus.compile import CompileOptions, CompileSetupError, Policy, Toolchain
     from ..corpus.evaluate import BaselineCache, default_cache_dir, evaluate
     from ..corpus.programs import load_programs
     from ..corpus.settings import Setting, find_lld
@@ -104,8 +78,6 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--timeout must be positive")
     if args.where is not None and args.where < 0:
         raise UsageError("--where N: N must be 0 or more")
-    if args.log and args.setting != "objects":
-        raise UsageError("--log: training logs are written in the objects setting only")
     for flag, path, ext in (("--csv", args.csv, None), ("--plot", args.plot, ".png")):
         if path is None:
             continue
@@ -130,22 +102,16 @@ def run(args: argparse.Namespace) -> int:
     except (layout.CorpusError, CompileSetupError) as exc:
         raise UsageError(str(exc)) from None
     cache = None if args.no_cache else BaselineCache(args.cache_dir or default_cache_dir())
-    if args.log:
-        for m in corpus.modules:
-            os.makedirs(os.path.dirname(log_path(args.log, m)), exist_ok=True)
-        if policy.kind == "oz":
-            cache = None   # the logged run loads the plugin: its sizes are not plain -Oz's to cache
 
     with Progress(units, "evaluate", quiet=args.quiet, unit="program" if setting.whole_program else "module") as bar:
         def done(score: Any) -> None:
             bar.update(1, postfix=os.path.basename(score.module))
 
-        ev = evaluate(corpus, policy, toolchain, jobs=args.jobs, options=_options(args, corpus, policy, toolchain),
-                      cache=cache, on_done=done, where=args.where is not None, setting=setting)
-    if args.log:
-        logged = _reward_logs(args, corpus, ev)
-        if not args.quiet:
-            print(f"training logs: {logged} of {len(corpus.modules)} modules in {args.log}", file=sys.stderr)
+        ev = evaluate(corpus, policy, toolchain, jobs=args.jobs,
+                      options=CompileOptions(timeout=args.timeout, thinlto=corpus.has_thinlto), cache=cache,
+                      on_done=done, where=args.where is not None, setting=setting, log_dir=args.log)
+    if args.log and not args.quiet:
+        print(f"training logs: {ev.logged} in {args.log}", file=sys.stderr)
 
     data = ev.as_dict()
     if args.where is not None:

@@ -23,6 +23,7 @@ from .layout import Corpus, CorpusError, Module
 from .programs import Program, load_programs
 from .settings import Setting, build_program, program_key
 from .where import FunctionChange, compare_functions
+from . import training_logs
 
 OZ = Policy("oz", "oz")
 _CACHE_FORMAT = "1"   # bump when what a cached size means changes
@@ -131,8 +132,10 @@ class Evaluation:
     jobs: int
     scores: List[ModuleScore] = field(default_factory=list)
     wall_seconds: float = 0.0
-    #: objects, linked or lto (settings.py); in the last two a score is a program
+    #: objects, linked, lto or thinlto (settings.py); a score is a program but in objects
     setting: str = "objects"
+    #: training logs whose reward was set (evaluate's log_dir)
+    logged: int = 0
 
     @property
     def failed(self) -> List[ModuleScore]:
@@ -163,19 +166,26 @@ def _pct(delta: Optional[int], base: Optional[int]) -> Optional[float]:
 def evaluate(corpus: Corpus, policy: Policy, toolchain: Toolchain, *, jobs: Optional[int] = None,
              options: Optional[CompileOptions] = None, cache: Optional[BaselineCache] = None,
              on_done: Optional[Callable[[ModuleScore], None]] = None, where: bool = False,
-             setting: Optional[Setting] = None) -> Evaluation:
+             setting: Optional[Setting] = None, log_dir: Optional[str] = None) -> Evaluation:
     """Compiles every module under `policy` and -Oz with `jobs` parallel compiles
     (default: all cores). `options.extra_args`/`extra_env` apply to the policy's
     compiles only (the baseline is plain -Oz). `on_done` is called, in the
     calling thread, as each module finishes (progress). `where`: also compare the
     two objects function by function (ModuleScore.functions); the baseline is then
     compiled, not taken from the cache, since its object is needed.
-    `setting` linked or lto: one score per program of the corpus's programs.json
-    (settings.py), each the linked file's .text."""
+    `setting` linked, lto or thinlto: one score per program of the corpus's
+    programs.json (settings.py), each the linked file's .text.
+    `log_dir`: the policy's decisions logged in LLVM's training-log format
+    (training_logs), each log's reward set from the measured sizes; with the
+    policy ``oz`` the stock heuristic is logged (imitation data)."""
     jobs = max(1, jobs or os.cpu_count() or 1)
     options = options or CompileOptions(thinlto=corpus.has_thinlto)
     if setting is not None and setting.whole_program:
-        return _evaluate_programs(corpus, policy, toolchain, setting, jobs, options, cache, on_done, where)
+        return _evaluate_programs(corpus, policy, toolchain, setting, jobs, options, cache, on_done, where, log_dir)
+    if log_dir is not None:
+        options = training_logs.logging_options(options, policy, toolchain, lambda m: module_log(log_dir, m))
+        if policy.kind == "oz":
+            cache = None   # the logged run loads the plugin: its sizes are not plain -Oz's to cache
     if where:
         options = dataclasses.replace(options, keep_objects=True)
         cache = None
@@ -204,7 +214,16 @@ def evaluate(corpus: Corpus, policy: Policy, toolchain: Toolchain, *, jobs: Opti
             by_name[s.module] = s
     result.scores = [by_name[m.name] for m in corpus.modules]
     result.wall_seconds = time.monotonic() - start
+    if log_dir is not None:
+        for m, sc in zip(corpus.modules, result.scores):
+            if sc.ok:
+                result.logged += training_logs.set_rewards([module_log(log_dir, m)], sc)
     return result
+
+
+def module_log(log_dir: str, module: Module) -> str:
+    """Where --log puts a module's training log in the objects setting."""
+    return os.path.join(log_dir, module.name + ".log")
 
 
 def oz_sizes(corpus: Corpus, toolchain: Toolchain, *, jobs: Optional[int] = None,
@@ -265,9 +284,11 @@ def _score(module: Module, policy: Policy, work: str, toolchain: Toolchain, opti
 
 def _evaluate_programs(corpus: Corpus, policy: Policy, toolchain: Toolchain, setting: Setting, jobs: int,
                        options: CompileOptions, cache: Optional[BaselineCache],
-                       on_done: Optional[Callable[[ModuleScore], None]], where: bool) -> Evaluation:
+                       on_done: Optional[Callable[[ModuleScore], None]], where: bool,
+                       log_dir: Optional[str] = None) -> Evaluation:
     """evaluate() in a whole-program setting: per program, the -Oz build and the
-    policy's (same flags, same link) run as parallel tasks."""
+    policy's (same flags, same link) run as parallel tasks. LOG_DIR: the logs of
+    program P in LOG_DIR/P/ (training_logs.program_logs)."""
     if corpus.has_thinlto:
         raise CorpusError(f"{corpus.root}: a ThinLTO corpus cannot be linked in the {setting.name} setting "
                           "(its modules are ThinLTO backends)")
@@ -298,16 +319,29 @@ def _evaluate_programs(corpus: Corpus, policy: Policy, toolchain: Toolchain, set
             return r, False
 
         def policy_run(program: Program) -> CompileResult:
-            return build_program(corpus, program, policy, setting, work, toolchain, options, tag="policy", keep=where)
+            if log_dir is None:
+                return build_program(corpus, program, policy, setting, work, toolchain, options, tag="policy",
+                                     keep=where)
+            folder = training_logs.program_log_dir(log_dir, program)
+            opts = training_logs.logging_options(options, policy, toolchain,
+                                                 lambda m: training_logs.member_log(folder, m))
+            link_env = {"MLBRIDGE_INLINE_TRAINING_LOG": training_logs.linker_log(folder)} if setting.lto else None
+            return build_program(corpus, program, policy, setting, work, toolchain, opts, tag="policy", keep=where,
+                                 link_env=link_env)
 
-        jobs_of = {p.name: (pool.submit(baseline, p),
-                            None if policy.kind == "oz" else pool.submit(policy_run, p)) for p in programs}
+        # a logged -Oz run is its own build: the plugin it loads is not plain -Oz
+        own_run = policy.kind != "oz" or log_dir is not None
+        jobs_of = {p.name: (pool.submit(baseline, p), pool.submit(policy_run, p) if own_run else None)
+                   for p in programs}
         try:
             for p in programs:
                 bfut, pfut = jobs_of[p.name]
                 base, cached = bfut.result()
                 pol = base if pfut is None else pfut.result()
                 score = ModuleScore(p.name, base, pol, baseline_cached=cached)
+                if log_dir is not None and score.ok:
+                    result.logged += training_logs.set_rewards(
+                        training_logs.program_logs(training_logs.program_log_dir(log_dir, p)), score)
                 if where and score.ok and base.object_path and pol.object_path:
                     try:
                         score.functions = compare_functions(p.name, base.object_path, pol.object_path)

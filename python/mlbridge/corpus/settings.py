@@ -115,9 +115,12 @@ def version_script(program: Program, path: str) -> str:
 
 
 def link_command(program: Program, inputs: Sequence[str], out: str, toolchain: Toolchain, setting: Setting,
-                 policy: Policy, opt: str, script: Optional[str]) -> Tuple[List[str], Dict[str, str]]:
+                 policy: Policy, opt: str, script: Optional[str], *, logged: bool = False
+                 ) -> Tuple[List[str], Dict[str, str]]:
     """The clang driver line that links PROGRAM with lld, and the environment
-    that chooses the plugin's runner inside the linker (lto with a policy)."""
+    that chooses the plugin's runner inside the linker (lto with a policy).
+    LOGGED: the linker writes a training log, so the plugin is loaded even
+    for -Oz (its stock heuristic decides and is logged)."""
     cmd = [toolchain.clang, "-fuse-ld=lld", "-Wl,--gc-sections"]
     if setting.lto:
         cmd += [setting.lto_flag, opt, *_SECTIONS]
@@ -127,6 +130,10 @@ def link_command(program: Program, inputs: Sequence[str], out: str, toolchain: T
         # link must bind those references inside the library, as they were compiled
         cmd += ["-shared", "-Wl,-Bsymbolic", f"-Wl,--version-script={script}"]
     env: Dict[str, str] = {}
+    if setting.lto and logged and not policy.uses_plugin:
+        if not toolchain.plugin:
+            raise CompileSetupError("a training log in the linker needs the mlbridge LLVM plugin")
+        cmd.append(f"-Wl,--load-pass-plugin={toolchain.plugin}")
     if setting.lto and policy.uses_plugin:
         if not toolchain.plugin:
             raise CompileSetupError(f"policy {policy.spec} needs the mlbridge LLVM plugin")
@@ -217,7 +224,8 @@ def link_program(program: Program, inputs: Sequence[str], policy: Policy, settin
     out = os.path.join(folder, program.name)
     try:
         script = version_script(program, os.path.join(folder, "exports.map")) if program.kind == "shared" else None
-        cmd, env_add = link_command(program, inputs, out, toolchain, setting, policy, opt, script)
+        cmd, env_add = link_command(program, inputs, out, toolchain, setting, policy, opt, script,
+                                    logged="MLBRIDGE_INLINE_TRAINING_LOG" in (extra_env or {}))
         env = dict(options.environ)
         env.update(env_add)
         env.update(extra_env or {})

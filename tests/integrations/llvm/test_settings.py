@@ -156,6 +156,34 @@ def test_thinlto_training_logs_and_trace_per_backend(corpus, toolchain, tmp_path
     assert all(len(ln.split("\t")) == 3 and ln.endswith("\t0") for ln in lines), lines[:5]
 
 
+@pytest.mark.parametrize("setting,policy", [("lto", "oz"), ("thinlto", "callee_bb_le_3.onnx"),
+                                            ("linked", "callee_bb_le_3.onnx")])
+def test_log_in_a_whole_program_setting(corpus, tmp_path, setting, policy):
+    """--log DIR: the logs of a program in DIR/PROGRAM/, one per member's
+    compile and, under LTO, one per backend in the linker; each carries the
+    program's reward (its linked .text after - before), so its logs are one
+    episode. With oz the stock heuristic is logged, in the linker too."""
+    from mlbridge.llvm.training_log import read_training_log
+    logs = tmp_path / "logs"
+    p = cli(corpus, "--policy", model(policy) if policy.endswith(".onnx") else policy, "--setting", setting,
+            "--log", str(logs))
+    assert p.returncode == 0, p.stderr
+    (prog,) = json.loads(p.stdout)["modules"]
+    folder = logs / "libdemo.so"
+    members = sorted(n for n in os.listdir(folder) if n.endswith(".log") and not n.startswith("link."))
+    linker = sorted(n for n in os.listdir(folder) if n.startswith("link.") and n.endswith(".log"))
+    assert len(members) == 3                                          # bits, geom, strhash
+    assert len(linker) == {"linked": 0, "lto": 1, "thinlto": 3}[setting], linker
+    for n in members + linker:
+        log = read_training_log(str(folder / n))
+        assert log.module_score() == prog["policy_text"] - prog["oz_text"], n
+        if policy == "oz" and log.observations:
+            decided = np.concatenate([t.features["inlining_decision"].ravel() for t in log.trajectories])
+            default = np.concatenate([t.features["inlining_default"].ravel() for t in log.trajectories])
+            assert np.array_equal(decided, default)
+    assert sum(read_training_log(str(folder / n)).observations for n in linker) > 0 or setting == "linked"
+
+
 def test_a_model_the_linker_cannot_load_fails_the_program(corpus, toolchain, tmp_path, monkeypatch):
     """Pre-link with a good model; the linker gets a broken one: its fallback
     to the stock inliner is reported, not scored."""
@@ -163,8 +191,8 @@ def test_a_model_the_linker_cannot_load_fails_the_program(corpus, toolchain, tmp
     bad.write_bytes(b"not a model")
     real = settings.link_command
 
-    def broken_model(program, inputs, out, tc, setting, policy, opt, script):
-        cmd, env = real(program, inputs, out, tc, setting, policy, opt, script)
+    def broken_model(program, inputs, out, tc, setting, policy, opt, script, **kw):
+        cmd, env = real(program, inputs, out, tc, setting, policy, opt, script, **kw)
         return cmd, dict(env, MLBRIDGE_INLINE_MODEL=str(bad))
 
     monkeypatch.setattr(settings, "link_command", broken_model)
@@ -177,8 +205,8 @@ def test_a_model_the_linker_cannot_load_fails_the_program(corpus, toolchain, tmp
 def test_a_linker_without_the_plugin_fails_the_program(corpus, toolchain, tmp_path, monkeypatch):
     real = settings.link_command
 
-    def no_plugin(*a):
-        cmd, env = real(*a)
+    def no_plugin(*a, **kw):
+        cmd, env = real(*a, **kw)
         return [x for x in cmd if "load-pass-plugin" not in x], env
 
     monkeypatch.setattr(settings, "link_command", no_plugin)
