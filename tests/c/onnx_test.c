@@ -235,7 +235,11 @@ int main(int argc, char** argv) {
       TEST_CASE(evaluate_reference_model),
       TEST_CASE(load_from_memory_and_errors),
       TEST_CASE(limits),
+      SKIPPED_CASE(without_engine, "the ONNX engine is built (MLBRIDGE_WITH_ENGINE=ON)"),
 #else
+      SKIPPED_CASE(evaluate_reference_model, "built without the ONNX engine (MLBRIDGE_WITH_ENGINE=OFF)"),
+      SKIPPED_CASE(load_from_memory_and_errors, "built without the ONNX engine (MLBRIDGE_WITH_ENGINE=OFF)"),
+      SKIPPED_CASE(limits, "built without the ONNX engine (MLBRIDGE_WITH_ENGINE=OFF)"),
       TEST_CASE(without_engine),
 #endif
   };

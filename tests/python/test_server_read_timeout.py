@@ -45,15 +45,14 @@ def _plus_one_session(srv, got: list):
 
 
 def _ends_with_timeout(t, got: list, observations: int) -> None:
-    """The session ends within a few timeouts (0.3 s) with ChannelTimeout,
-    after ``observations`` answers."""
-    t0 = time.monotonic()
+    """The session ends with ChannelTimeout after ``observations`` answers.
+    Only a generous upper bound on the wait: a lower one raced the server,
+    whose deadline starts at its read, before this clock (issue 26); ending
+    early would show as a ChannelTimeout where an answer was expected."""
     t.join(10)
-    waited = time.monotonic() - t0
-    assert not t.is_alive()
+    assert not t.is_alive(), "the session did not end within 10 s of a 0.3 s timeout"
     sess = got[0]
     assert sess.observations == observations and sess.clean is False and "ChannelTimeout" in sess.error, sess.error
-    assert 0.25 < waited < 3.0, waited
 
 
 def test_stalled_compiler_times_out_then_next_session_is_clean():
@@ -65,13 +64,17 @@ def test_stalled_compiler_times_out_then_next_session_is_clean():
         os.close(fout)
         os.close(fin)
 
-        # The next compiler meets fresh FIFOs: no byte of the old session, no stale wake-up.
+        # The next compiler meets fresh FIFOs: no byte of the old session, no
+        # stale wake-up. Its pauses span watchdog periods (timeout / 8) yet stay
+        # far below the timeout: a pause of 0.24 s against 0.3 s raced it on a
+        # loaded machine (issue 26).
+        srv.timeout = 4.0
         got.clear()
         t = _serve_in_thread(srv, lambda obs: int(obs["x"][0]) * 2, got)
         fin, fout = _connect(srv.base)
         os.write(fout, B.header(FEATS, ADV))
         for i in range(3):
-            time.sleep(0.12 * i)    # slower than a watchdog period, faster than the timeout
+            time.sleep(0.6 * i)    # over a watchdog period (0.5 s), under a third of the timeout
             os.write(fout, B.observation(i, FEATS, [np.array([i + 5])]))
             assert os.read(fin, 8) == np.int64(2 * (i + 5)).tobytes()
         os.close(fout)
