@@ -41,7 +41,8 @@ class ServerThread:
         self.server = mlbridge.PipeServer(**kw)
         self.policy = policy
         self.sessions: List[mlbridge.Session] = []
-        self.error: Optional[BaseException] = None
+        self._error: Optional[BaseException] = None
+        self._error_read = False
         self._n = sessions
         self._wait = wait
         #: released once per finished session: wait on it instead of sleeping
@@ -51,6 +52,22 @@ class ServerThread:
     @property
     def base(self) -> str:
         return self.server.base
+
+    @property
+    def error(self) -> Optional[BaseException]:
+        """What the server thread raised. A test that expects an error reads
+        it here; one nobody read fails the test at teardown (issue 26)."""
+        self._error_read = True
+        return self._error
+
+    @error.setter
+    def error(self, exc: Optional[BaseException]) -> None:
+        self._error = exc
+
+    def check_error(self) -> None:
+        if self._error is not None and not self._error_read:
+            raise AssertionError(f"the server thread raised, and the test never looked: {self._error!r}") \
+                from self._error
 
     def _run(self) -> None:
         try:
@@ -102,6 +119,8 @@ def serve() -> Iterator[Callable[..., ServerThread]]:
     yield start
     for st in started:
         st.__exit__(None, None, None)
+    for st in started:
+        st.check_error()
 
 
 class Procs:

@@ -53,16 +53,28 @@ class Served:
                 self.done.release()
 
     def close(self) -> None:
+        """Joins the server thread; an exception it caught fails the test (it
+        was kept in a list nobody read; issue 26)."""
         self.thread.join(15.0)
         assert not self.thread.is_alive()
         self.server.close()
+        assert not self.errors, f"the server thread raised: {self.errors!r}"
+
+    def __enter__(self) -> "Served":
+        return self
+
+    def __exit__(self, exc_type, *_) -> None:
+        if exc_type is None:
+            self.close()
+        else:   # the test's own failure is the one to report
+            self.thread.join(15.0)
+            self.server.close()
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
 @pytest.mark.parametrize("spin_us", [0, 50])
 def test_round_trip_in_process(fmt, spin_us):
-    srv = Served(sessions=2, spin_us=spin_us)
-    try:
+    with Served(sessions=2, spin_us=spin_us) as srv:
         assert os.stat(srv.server.path).st_mode & 0o777 == 0o600
         assert os.stat(os.path.dirname(srv.server.path)).st_mode & 0o777 == 0o700
         for _ in range(2):   # sessions one after another on one channel
@@ -72,33 +84,25 @@ def test_round_trip_in_process(fmt, spin_us):
                 for i in range(50):
                     y = c.evaluate({"x": [i, 1, 2], "w": [0.5, 1.5]})
                     assert y.dtype == np.int64 and y.shape == (1,) and y[0] == i + 3
-    finally:
-        srv.close()
     assert [s.observations for s in srv.sessions] == [50, 50]
     assert all(s.clean for s in srv.sessions), srv.sessions
 
 
 def test_large_messages_stream_through_a_small_ring():
-    srv = Served(sessions=1, ring_bytes=4096)
-    try:
+    with Served(sessions=1, ring_bytes=4096) as srv:
         n = 20000   # 160 KB per observation through a 4 KB ring
         with mlbridge.ShmClient(srv.server.base, [("x", "int64_t", [n])], ADV, format="protobuf", timeout=5.0) as c:
             for i in range(5):
                 x = np.arange(n, dtype=np.int64) + i
                 assert c.evaluate({"x": x})[0] == x.sum()
-    finally:
-        srv.close()
 
 
 def test_policy_error_is_reported_and_the_session_goes_on():
-    srv = Served(sessions=1)
-    try:
+    with Served(sessions=1) as srv:
         with mlbridge.ShmClient(srv.server.base, FEATS, ADV, format="json", timeout=5.0) as c:
             with pytest.raises(RemoteError, match="negative"):
                 c.evaluate({"x": [-1, 0, 0], "w": [0, 0]})
             assert c.evaluate({"x": [1, 1, 1], "w": [0, 0]})[0] == 3
-    finally:
-        srv.close()
     assert srv.sessions[0].errors == 1
 
 
@@ -157,8 +161,7 @@ def test_model_in_another_process_then_killed(procs, tmp_path, fmt):
 
 
 def test_compiler_killed_mid_session_then_next_session_is_served(procs, tmp_path):
-    srv = Served(sessions=2)
-    try:
+    with Served(sessions=2) as srv:
         code = ("import sys, os, signal, mlbridge\n"
                 "c = mlbridge.ShmClient(sys.argv[1], [('x','int64_t',[3]),('w','float',[2])], [('y','int64_t',[1])],"
                 " format='json', timeout=5)\n"
@@ -170,16 +173,13 @@ def test_compiler_killed_mid_session_then_next_session_is_served(procs, tmp_path
         assert srv.done.acquire(timeout=10)
         with mlbridge.ShmClient(srv.server.base, FEATS, ADV, format="protobuf", timeout=5.0) as c:
             assert c.evaluate({"x": [4, 5, 6], "w": [0, 0]})[0] == 15
-    finally:
-        srv.close()
     first, second = srv.sessions
     assert first.clean is False and first.observations == 1
     assert second.clean and second.observations == 1
 
 
 def test_garbage_from_the_compiler_ends_only_that_session():
-    srv = Served(sessions=2)
-    try:
+    with Served(sessions=2) as srv:
         ch = mlbridge.shm.ShmClientChannel(srv.server.base, 5.0)
         try:
             ch.write(b"MLBR\x01J\x00\x00" + b"\x05\x00\x00\x00garba", mlbridge.channel.Deadline(5.0))
@@ -190,8 +190,6 @@ def test_garbage_from_the_compiler_ends_only_that_session():
             ch.close()
         with mlbridge.ShmClient(srv.server.base, FEATS, ADV, format="json", timeout=5.0) as c:
             assert c.evaluate({"x": [1, 1, 1], "w": [0, 0]})[0] == 3
-    finally:
-        srv.close()
     assert srv.sessions[0].clean is False and "ProtocolError" in (srv.sessions[0].error or "")
 
 
@@ -211,12 +209,9 @@ def test_cpp_runner_against_python_model():
 
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_refused_session_reaches_the_compiler(fmt):
-    srv = Served(sessions=2, required_features=["missing"])
-    try:
+    with Served(sessions=2, required_features=["missing"]) as srv:
         for _ in range(2):   # the model stays usable after a refusal
             with pytest.raises((RemoteError, PeerClosed), match="missing|closed"):
                 with mlbridge.ShmClient(srv.server.base, FEATS, ADV, format=fmt, timeout=5.0) as c:
                     c.evaluate({"x": [1, 2, 3], "w": [0, 0]})   # bitstream learns at its first request
-    finally:
-        srv.close()
     assert [bool(s.refused) for s in srv.sessions] == [True, True]
