@@ -117,6 +117,9 @@ if(MLBRIDGE_BUILD_TESTS AND Python3_FOUND AND TARGET MLBridgeLLVMAot)
   set_tests_properties(llvm.training_log PROPERTIES TIMEOUT 300 ENVIRONMENT "${_mlb_llvm_env}")
   # ~30 s on an idle 2-core machine; compiles a corpus under 6 policies
   set_tests_properties(llvm.corpus_evaluate PROPERTIES TIMEOUT 900)
+  # whole programs linked in four settings, ThinLTO backends, the room search and
+  # training under LTO: minutes on a loaded 2-core machine (a bound on hangs only)
+  set_tests_properties(llvm.settings llvm.room llvm.train PROPERTIES TIMEOUT 1200)
   # A TensorFlow SavedModel compiled by XLA, loaded by the plugin (tests/tfaot, cmake/tfaot.cmake).
   if(TARGET MLBridgeTfAotInliner)
     add_test(NAME tf.llvm
