@@ -3,6 +3,7 @@ with every runner, and mlbridge's Python side reads them (docs/training-logs.md)
 from __future__ import annotations
 
 import os
+import struct
 import subprocess
 import sys
 
@@ -169,4 +170,22 @@ def test_cli_reads_the_plugins_log(tmp_path):
     r = subprocess.run([sys.executable, "-m", "mlbridge", "log", "export", log, "-o", str(tmp_path / "out"),
                         "--quiet"], capture_output=True, text=True, env=env, timeout=120)
     assert r.returncode == 0, r.stderr
-    assert os.path.getsize(tmp_path / "out" / "training.tfrecord") > 0
+    # The content, not only a non-empty file (issue 26): one TFRecord per
+    # trajectory, read with struct (not the exporter's reader), naming the
+    # log's features; the same log as .npz (numpy reads it) holds the log's
+    # decisions step by step.
+    dec, default, t = decisions(read_training_log(log))
+    raw = (tmp_path / "out" / "training.tfrecord").read_bytes()
+    records, pos = [], 0
+    while pos < len(raw):
+        (n,) = struct.unpack_from("<Q", raw, pos)
+        records.append(raw[pos + 12:pos + 12 + n])   # length, its CRC, data, the data's CRC
+        pos += 12 + n + 4
+    assert pos == len(raw) and len(records) == 1
+    assert b"inlining_decision" in records[0] and b"callee_basic_block_count" in records[0]
+    r = subprocess.run([sys.executable, "-m", "mlbridge", "log", "export", log, "-o", str(tmp_path / "npz"),
+                        "--format", "npz", "--quiet"], capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    z = np.load(tmp_path / "npz" / "training.npz")
+    assert z["inlining_decision"].reshape(-1).tolist() == dec.tolist() and len(dec) == t.steps > 0
+    assert z["step"].tolist() == list(range(t.steps))
