@@ -210,6 +210,12 @@ def test_one_server_many_opt_runs(ir, tmp_path):
             assert res.ok, (name, res.stderr.decode())
             assert len(res.sessions) == 1 and res.sessions[0].clean
             assert res.sessions[0].index == names.index(name)
+            # The answers were applied, not only asked for (issue 26): the
+            # call edges change exactly when some answer was "inline"
+            # (never inlining keeps every edge: test_never_inline_keeps_every_call).
+            before = Path(ir[name]["inl"]).read_text()
+            after = (tmp_path / f"{name}.ll").read_text()
+            assert (_edges(after) != _edges(before)) == any(decisions), (name, decisions)
             total += len(decisions)
         assert srv.base == base and srv.sessions_started == len(names)
         assert os.path.exists(base + ".in") and os.path.exists(base + ".out")
