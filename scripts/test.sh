@@ -11,18 +11,25 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 bash "$root/scripts/get-tensorflow.sh"
 bash "$root/scripts/get-litert.sh"   # libLiteRt.so (ai-edge-litert 2.3.0) for the LiteRT runner's tests
 export PYTHONPATH="$root/python${PYTHONPATH:+:$PYTHONPATH}"
+# Every pytest run lists its skips with their reasons; skip_report.py prints
+# them after each ctest (ctest keeps a passing test's output in its log only).
+export PYTEST_ADDOPTS="-rs${PYTEST_ADDOPTS:+ $PYTEST_ADDOPTS}"
+skips() { "${PYTHON:-python3}" "$root/scripts/skip_report.py" "$1"; }
 
 echo "== g++: build and run all tests"
 "$root/scripts/build.sh" "$root/build"
 (cd "$root/build" && ctest --output-on-failure -j2 --timeout 900)
+skips "$root/build"
 
 echo "== clang-19: warning-free build and C++ tests"
 CC=clang-19 CXX=clang++-19 "$root/scripts/build.sh" "$root/build-clang" -DMLBRIDGE_BUILD_TOOLS=OFF -DMLBRIDGE_WITH_TFAOT=OFF
 (cd "$root/build-clang" && ctest --output-on-failure -j2 -R '^cpp\.|noexcept|^ort\.|^c\.')
+skips "$root/build-clang"
 
 echo "== g++ with ASan + UBSan: C++ tests"
 "$root/scripts/build.sh" "$root/build-asan" -DCMAKE_BUILD_TYPE=Debug -DMLBRIDGE_SANITIZE=address,undefined -DMLBRIDGE_BUILD_TOOLS=OFF -DMLBRIDGE_WITH_GRPC=OFF
 (cd "$root/build-asan" && ctest --output-on-failure -j2 -R '^cpp\.|noexcept|^ort\.|^c\.|^fuzz\.')
+skips "$root/build-asan"
 
 echo "== clang-19 libFuzzer + ASan + UBSan: each fuzz target for a few seconds, then its saved crashers and seeds"
 CC=clang-19 CXX=clang++-19 "$root/scripts/build.sh" "$root/build-fuzz" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMLBRIDGE_FUZZ=ON \
@@ -40,6 +47,7 @@ cmake -S "$root" -B "$root/build-llvm22" -G Ninja -DMLBRIDGE_WERROR=ON -DLLVM_DI
 grep -E "^-- mlbridge.*enabled" "$root/build-llvm22.configure.log"
 cmake --build "$root/build-llvm22" --target MLBridgeLLVM MLBridgeLLVMAot mlbridge-aot >/dev/null
 (cd "$root/build-llvm22" && ctest --output-on-failure -j2 -R '^llvm\.')
+skips "$root/build-llvm22"
 
 echo "== install, then build consumers with find_package(MLBridge) and pkg-config"
 prefix=$(mktemp -d)
