@@ -28,9 +28,14 @@ def add_parser(corpus_sub: argparse._SubParsersAction) -> argparse.ArgumentParse
                     "in total. Exit 0 when every module compiled, 1 when some failed (each shown with its "
                     "command), 2 on a usage error.")
     p.add_argument("corpus", help="a corpus folder (corpus_description.json, NAME.bc, NAME.cmd)")
-    p.add_argument("--policy", required=True, metavar="{oz,MODEL.onnx,python:MODULE:FN}",
+    p.add_argument("--policy", required=True, metavar="{oz,MODEL.onnx,python:MODULE:FN,callees:FILE}",
                    help="oz: the -Oz heuristic; MODEL.onnx: the model in-process (LLVM plugin); "
-                        "python:MODULE:FN: FN(observation) answered in this process over pipes")
+                        "python:MODULE:FN: FN(observation) answered in this process over pipes; "
+                        "callees:FILE: -Oz's heuristic but every call of a listed callee answered as listed "
+                        "(NAME<TAB>0|1 lines, * for every other callee)")
+    p.add_argument("--linker-policy", default=None, metavar="{oz,MODEL.onnx,python:MODULE:FN,callees:FILE}",
+                   help="lto and thinlto: who decides in the linker's LTO backends (default: --policy); "
+                        "--policy then decides in the compiles only")
     p.add_argument("--setting", choices=SETTINGS, default="objects",
                    help="where sizes are measured: objects, each module's object (default); linked, the "
                         "programs of the corpus's programs.json linked by lld with --gc-sections; lto, the "
@@ -90,11 +95,16 @@ def run(args: argparse.Namespace) -> int:
         corpus = layout.load(args.corpus)
         if not corpus.modules:
             raise UsageError(f"{args.corpus}: the corpus has no modules")
-        if args.policy.startswith("python:"):
+        if args.policy.startswith("python:") or (args.linker_policy or "").startswith("python:"):
             sys.path.insert(0, os.getcwd())   # python:MODULE:FN finds modules next to the user
-        policy = Policy.parse(args.policy)
-        toolchain = Toolchain.find(args.clang, args.plugin, need_plugin=policy.uses_plugin or bool(args.log))
         setting = Setting.parse(args.setting)
+        if args.linker_policy is not None and not setting.lto:
+            raise UsageError(f"--linker-policy: the {setting.name} setting has no LTO backend (lto, thinlto)")
+        policy = Policy.parse(args.policy)
+        if args.linker_policy is not None:
+            policy = policy.with_linker(Policy.parse(args.linker_policy))
+        toolchain = Toolchain.find(args.clang, args.plugin,
+                                   need_plugin=policy.uses_plugin or policy.in_linker.uses_plugin or bool(args.log))
         units = len(corpus.modules)
         if setting.whole_program:
             find_lld(toolchain.clang)

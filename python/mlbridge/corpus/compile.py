@@ -19,6 +19,8 @@ saying the policy was not used, an object we cannot read) is a result with
 """
 from __future__ import annotations
 
+import dataclasses
+
 import hashlib
 import os
 import shlex
@@ -69,10 +71,23 @@ class Policy:
     spec: str                                   # as the user wrote it
     model: Optional[str] = None                 # onnx: absolute path; callees: the callee file
     fn: Optional[Callable[..., Any]] = None     # python: the policy function
+    #: who decides in the LTO backends of the linker, when not this policy
+    #: (under LTO the compiles and the linker are two places to decide)
+    linker: Optional["Policy"] = None
 
     @property
     def uses_plugin(self) -> bool:
         return self.kind != "oz"
+
+    @property
+    def in_linker(self) -> "Policy":
+        return self.linker if self.linker is not None else self
+
+    def with_linker(self, linker: Optional["Policy"]) -> "Policy":
+        """This policy in the compiles, LINKER in the linker's LTO backends."""
+        if linker is None:
+            return self
+        return dataclasses.replace(self, linker=linker, spec=f"{self.spec} (linker: {linker.spec})")
 
     @staticmethod
     def callees(path: str) -> "Policy":
@@ -83,9 +98,15 @@ class Policy:
 
     @staticmethod
     def parse(spec: str) -> "Policy":
-        """``oz``, ``PATH.onnx`` or ``python:MODULE:FN``; CompileSetupError otherwise."""
+        """``oz``, ``PATH.onnx``, ``python:MODULE:FN`` or ``callees:FILE``;
+        CompileSetupError otherwise."""
         if spec == "oz":
             return Policy("oz", spec)
+        if spec.startswith("callees:"):
+            path = spec[len("callees:"):]
+            if not os.path.isfile(path):
+                raise CompileSetupError(f"--policy {spec}: no such callee file")
+            return Policy.callees(path)
         if spec.startswith("python:"):
             from ..cli.errors import UsageError, load_callable
             try:
@@ -101,7 +122,7 @@ class Policy:
             if not os.path.isfile(spec):
                 raise CompileSetupError(f"--policy {spec}: no such model file")
             return Policy("onnx", spec, model=os.path.abspath(spec))
-        raise CompileSetupError(f"--policy {spec!r}: expected oz, MODEL.onnx or python:MODULE:FN")
+        raise CompileSetupError(f"--policy {spec!r}: expected oz, MODEL.onnx, python:MODULE:FN or callees:FILE")
 
 
 @dataclass(frozen=True)

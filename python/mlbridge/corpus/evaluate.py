@@ -330,7 +330,7 @@ def _evaluate_programs(corpus: Corpus, policy: Policy, toolchain: Toolchain, set
                                  link_env=link_env)
 
         # a logged -Oz run is its own build: the plugin it loads is not plain -Oz
-        own_run = policy.kind != "oz" or log_dir is not None
+        own_run = policy.kind != "oz" or policy.in_linker.kind != "oz" or log_dir is not None
         jobs_of = {p.name: (pool.submit(baseline, p), pool.submit(policy_run, p) if own_run else None)
                    for p in programs}
         try:

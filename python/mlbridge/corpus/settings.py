@@ -118,9 +118,11 @@ def link_command(program: Program, inputs: Sequence[str], out: str, toolchain: T
                  policy: Policy, opt: str, script: Optional[str], *, logged: bool = False
                  ) -> Tuple[List[str], Dict[str, str]]:
     """The clang driver line that links PROGRAM with lld, and the environment
-    that chooses the plugin's runner inside the linker (lto with a policy).
-    LOGGED: the linker writes a training log, so the plugin is loaded even
-    for -Oz (its stock heuristic decides and is logged)."""
+    that chooses the plugin's runner inside the linker (lto with a policy:
+    POLICY's linker part, Policy.in_linker). LOGGED: the linker writes a
+    training log, so the plugin is loaded even for -Oz (its stock heuristic
+    decides and is logged)."""
+    policy = policy.in_linker
     cmd = [toolchain.clang, "-fuse-ld=lld", "-Wl,--gc-sections"]
     if setting.lto:
         cmd += [setting.lto_flag, opt, *_SECTIONS]
@@ -198,7 +200,7 @@ def build_program(corpus: Corpus, program: Program, policy: Policy, setting: Set
             decisions += r.decisions or 0
         linked = link_program(program, made, policy, setting, folder, toolchain, options,
                               opt_level(members[0]), keep=keep, extra_env=link_env)
-        if linked.decisions is not None or policy.uses_plugin:
+        if linked.decisions is not None or policy.uses_plugin or policy.in_linker.uses_plugin:
             linked.decisions = decisions + (linked.decisions or 0)
         return linked
     except (CorpusError, OSError) as exc:
@@ -217,7 +219,7 @@ def link_program(program: Program, inputs: Sequence[str], policy: Policy, settin
                  toolchain: Toolchain, options: CompileOptions, opt: str, *, keep: bool = False,
                  extra_env: Optional[Dict[str, str]] = None) -> CompileResult:
     """Links INPUTS (the members' objects, or LTO bitcode) into FOLDER/NAME and
-    measures it; in lto the policy decides again in the linker. ``decisions``:
+    measures it; in lto the policy (its linker part) decides again in the linker. ``decisions``:
     the linker's own. EXTRA_ENV: more of the linker's environment (a trace)."""
     res = CompileResult(program.name, ok=False)
     start = time.monotonic()
@@ -231,7 +233,7 @@ def link_program(program: Program, inputs: Sequence[str], policy: Policy, settin
         env.update(extra_env or {})
         res.command = " ".join(f"{k}={shlex.quote(v)}" for k, v in env_add.items()) + (" " if env_add else "")
         res.command += shlex.join(cmd)
-        rc, stderr, res.timed_out = _run(cmd, env, policy, max(options.timeout, LINK_TIMEOUT), folder,
+        rc, stderr, res.timed_out = _run(cmd, env, policy.in_linker, max(options.timeout, LINK_TIMEOUT), folder,
                                          answers=bool(env_add))
         res.stderr = stderr
         if res.timed_out:
@@ -241,7 +243,7 @@ def link_program(program: Program, inputs: Sequence[str], policy: Policy, settin
             res.error = f"the link failed (exit {rc}): {_last_lines(stderr)}"
             return res
         if setting.lto:
-            res.error, res.decisions = plugin_verdict(stderr, policy)
+            res.error, res.decisions = plugin_verdict(stderr, policy.in_linker)
             if res.error is not None:
                 res.error = f"in the linker: {res.error}"
                 return res

@@ -184,6 +184,41 @@ def test_log_in_a_whole_program_setting(corpus, tmp_path, setting, policy):
     assert sum(read_training_log(str(folder / n)).observations for n in linker) > 0 or setting == "linked"
 
 
+@pytest.mark.parametrize("setting", ["lto", "thinlto"])
+def test_the_compiles_and_the_linker_each_have_their_policy(corpus, toolchain, tmp_path, setting):
+    """Policy.with_linker: one policy in the compiles, another in the linker's
+    LTO backends. -Oz in the compiles and never in the linker: the plugin is
+    loaded by the linker only, and every decision is the linker's; the other way
+    round the linker runs without the plugin."""
+    c = layout.load(corpus)
+    never = Policy.parse(model("never.onnx"))
+    r = build_program(c, LIB, Policy.parse("oz").with_linker(never), Setting(setting), str(tmp_path / "a"),
+                      toolchain, CompileOptions())
+    assert r.ok, r.error
+    linker = sum(int(ln.split()[2]) for ln in _reports(r.stderr))
+    assert "--load-pass-plugin=" in r.command and r.decisions == linker > 0
+    r2 = build_program(c, LIB, never.with_linker(Policy.parse("oz")), Setting(setting), str(tmp_path / "b"),
+                       toolchain, CompileOptions())
+    assert r2.ok, r2.error
+    assert "--load-pass-plugin=" not in r2.command and not _reports(r2.stderr) and r2.decisions > 0
+    both = build_program(c, LIB, never, Setting(setting), str(tmp_path / "c"), toolchain, CompileOptions())
+    # the compiles asked the same questions; the linker's depend on what the compiles inlined
+    assert both.ok and both.decisions == r2.decisions + sum(int(ln.split()[2]) for ln in _reports(both.stderr))
+
+
+def test_linker_policy_on_the_command_line(corpus, tmp_path):
+    never = tmp_path / "never.txt"
+    never.write_text("*\t0\n")
+    p = cli(corpus, "--policy", f"callees:{never}", "--linker-policy", "oz", "--setting", "lto")
+    assert p.returncode == 0, p.stderr
+    data = json.loads(p.stdout)
+    assert data["policy"] == f"callees:{never} (linker: oz)" and data["modules"][0]["ok"]
+    p = cli(corpus, "--policy", "oz", "--linker-policy", "oz", "--setting", "linked")
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and "no LTO backend" in p.stderr, p.stderr
+    p = cli(corpus, "--policy", "callees:/no/such/file", "--setting", "lto")
+    assert p.returncode == 2 and "no such callee file" in p.stderr and "Traceback" not in p.stderr, p.stderr
+
+
 def test_a_model_the_linker_cannot_load_fails_the_program(corpus, toolchain, tmp_path, monkeypatch):
     """Pre-link with a good model; the linker gets a broken one: its fallback
     to the stock inliner is reported, not scored."""
