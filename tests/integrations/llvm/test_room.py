@@ -121,3 +121,13 @@ def test_learning_from_the_search_reproduces_its_gain(corpus, tmp_path):
     assert p.returncode == 0, p.stderr
     (prog,) = json.loads(p.stdout)["modules"]
     assert prog["policy_text"] < prog["oz_text"] and best < prog["oz_text"], (prog, best)
+
+
+def test_room_search_in_thinlto(corpus, toolchain, tmp_path):
+    """ThinLTO: the callee file reaches every backend thread and the trace
+    collects their questions; the search runs and keeps only improvements."""
+    c = layout.load(corpus)
+    search = RoomSearch(c, LIB, Setting("thinlto"), toolchain, str(tmp_path), jobs=2)
+    st = search.run(budget=12)
+    assert st.base == st.oz and len(st.tried) == 12
+    assert st.best <= st.oz and all(t[2] < st.oz for t in st.tried if t[3])
