@@ -17,7 +17,9 @@ from mlbridge.core.errors import ProtocolError
 from mlbridge.corpus.layout import DESCRIPTION, CorpusError, load, read_cmd, write_cmd
 from mlbridge.formats.tfrecord import read_records, write_record
 
-SETTINGS = settings(max_examples=300, deadline=None, derandomize=True,
+# MLBRIDGE_HOSTILE_EXAMPLES=N: N examples per property, as in test_hostile_cli (longer runs)
+SETTINGS = settings(max_examples=int(os.environ.get("MLBRIDGE_HOSTILE_EXAMPLES") or 300), deadline=None,
+                    derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 
 # JSON values of every kind, nested a little: what a hostile description holds.
@@ -65,6 +67,7 @@ def test_description_any_json(tmp_path, desc, check):
     ([7], "{d}: module name 7 is not a non-empty string"),
     (["a", "a"], "{d}: a module is listed twice"),
     (["m"], "{root}/m.bc: missing (module m of {d})"),
+    (["f"], "{root}/f.cmd: not a regular file (module f of {d})"),
 ])
 def test_errors_name_the_corpus_file_with_its_path(tmp_path, modules, message):
     """Which corpus: the description (or module file) with its folder, as the
@@ -73,6 +76,8 @@ def test_errors_name_the_corpus_file_with_its_path(tmp_path, modules, message):
     os.makedirs(root)
     (tmp_path / "some" / "corpus" / "a.bc").write_bytes(b"BC")
     (tmp_path / "some" / "corpus" / "a.cmd").write_bytes(b"-cc1\0")
+    (tmp_path / "some" / "corpus" / "f.bc").write_bytes(b"BC")
+    (tmp_path / "some" / "corpus" / "f.cmd").mkdir()
     with pytest.raises(CorpusError) as err:
         _load_strict(root, json.dumps({"modules": modules}).encode())
     assert str(err.value) == message.format(d=os.path.join(root, DESCRIPTION), root=root)

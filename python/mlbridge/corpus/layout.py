@@ -151,10 +151,10 @@ def load(root: str, *, check_files: bool = True) -> Corpus:
     mods = [Module(root, n, override) for n in names]
     if check_files:
         for m in mods:
-            if not os.path.isfile(m.bc):
-                raise CorpusError(f"{m.bc}: missing (module {m.name} of {path})")
-            if override is None and not os.path.isfile(m.cmd_path):
-                raise CorpusError(f"{m.cmd_path}: missing (module {m.name} of {path})")
+            for need in [m.bc] + ([m.cmd_path] if override is None else []):
+                if not os.path.isfile(need):
+                    what = "not a regular file" if os.path.lexists(need) else "missing"
+                    raise CorpusError(f"{need}: {what} (module {m.name} of {path})")
     extra = {k: v for k, v in desc.items() if k not in ("modules", "has_thinlto", "global_command_override")}
     return Corpus(root, mods, has_thinlto, override, extra)
 
