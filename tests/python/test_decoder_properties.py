@@ -32,7 +32,9 @@ from mlbridge.core.spec import TensorSpec
 from mlbridge.formats import FORMATS, decode_all, detect, get_format
 from mlbridge.formats.protobuf import pb
 
-SETTINGS = settings(max_examples=300, deadline=None, derandomize=True,
+# MLBRIDGE_HOSTILE_EXAMPLES=N: N examples per property, as in test_hostile_cli (longer runs)
+SETTINGS = settings(max_examples=int(os.environ.get("MLBRIDGE_HOSTILE_EXAMPLES") or 300), deadline=None,
+                    derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 SMALL = 1 << 16      # a decoder limit that keeps every allocation small
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -74,7 +75,8 @@ def test_bad_specs(bad):
 # a pointer per element): TensorSpec checks with numpy's, as the decoders do, so a
 # spec no array can hold is refused where it is made, not by numpy later.
 HUGE = [2**28, 2**31, 2**32, 2**59, 2**60, 2**61, 2**62, 2**63 - 1]
-SETTINGS = settings(max_examples=300, deadline=None, derandomize=True)
+SETTINGS = settings(max_examples=int(os.environ.get("MLBRIDGE_HOSTILE_EXAMPLES") or 300), deadline=None,
+                    derandomize=True)
 
 
 @st.composite
