@@ -64,3 +64,38 @@ def test_ray_with_ppo_is_a_usage_error(corpus, tmp_path):
                        stdin=subprocess.DEVNULL)
     assert p.returncode == 2 and "PPO" in p.stderr and "Traceback" not in p.stderr
 
+
+
+def test_lto_training_on_ray_scores_like_local_threads(tmp_path):
+    """A whole-program setting on Ray: a task builds a program (its pre-link
+    compiles and the LTO link with the policy in the linker); the same seeded
+    ES steps score every candidate as local threads do."""
+    import ray
+    from mlbridge.corpus.evaluate import OZ, evaluate
+    from mlbridge.corpus.programs import Program, write_programs
+    from mlbridge.corpus.settings import Setting, program_units
+    require_llvm()
+    sources = [str(ROOT / "tests" / "corpus" / f) for f in ("bits.c", "geom.c", "strhash.c")]
+    root = mini_corpus.make_corpus(str(tmp_path / "corpus"), sources)
+    write_programs(root, [Program("libdemo.so", "shared", ("*",), ("bits_demo", "geom_demo", "strhash_demo"),
+                                  ("m",))])
+    tc = Toolchain.find(need_plugin=True)
+    c = layout.load(root)
+    setting = Setting("lto")
+    units = program_units(c, setting)
+    ev = evaluate(c, OZ, tc, jobs=2, setting=setting)
+    base = {units[0].name: int(ev.scores[0].baseline.text_bytes)}
+    cfg = TrainConfig(algo="es", hidden=(4,), modules_per_step=1, pairs=1, sigma=0.5, lr=0.3, steps=1,
+                      eval_every=1, jobs=2, seed=3, setting="lto")
+    runs = {}
+    try:
+        for name, compiles in (("local", LocalCompiles(2)), ("ray", RayCompiles("local", num_cpus=2))):
+            out = str(tmp_path / name)
+            start = MLPPolicy(list(FEATURES), hidden=(4,), seed=0)
+            SizeTrainer(out, units, base, tc, cfg, start, compiles=compiles).run()
+            runs[name] = history(out)
+    finally:
+        ray.shutdown()
+    assert runs["ray"][-1]["failures"] == 0 and runs["ray"][-1]["compiles"] == 1 * (1 + 2 * 1)
+    for key in ("reward", "best_step_reward", "compiles", "train_total_reward"):
+        assert [h.get(key) for h in runs["ray"]] == [h.get(key) for h in runs["local"]], key

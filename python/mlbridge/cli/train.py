@@ -41,8 +41,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="modules (programs, in the linked and lto settings) compiled for each candidate")
     r.add_argument("--setting", choices=SETTINGS, default="objects",
                    help="where rewards are measured: each module's object (default), or each program of the "
-                        "corpora's programs.json linked by lld, under full LTO or under ThinLTO (ES only; "
-                        "docs/training.md)")
+                        "corpora's programs.json linked by lld, under full LTO or under ThinLTO (ES only, "
+                        "on this machine or --ray; docs/training.md)")
     r.add_argument("--pairs", type=int, default=8, help="es: antithetic pairs per generation")
     r.add_argument("--sigma", type=float, default=0.05, help="es: perturbation scale")
     r.add_argument("--lr", type=float, default=0.02, help="es: Adam step size")
@@ -133,8 +133,8 @@ def run_train(args: argparse.Namespace) -> int:
 
     if args.ray and args.algo != "es":
         raise UsageError("--ray runs ES's compiles; PPO's sampling policy answers in this process")
-    if args.setting != "objects" and (args.algo != "es" or args.ray):
-        raise UsageError(f"--setting {args.setting}: ES on this machine only (no --algo ppo, no --ray)")
+    if args.setting != "objects" and args.algo != "es":
+        raise UsageError(f"--setting {args.setting}: ES only (no --algo ppo)")
     corpora = _load_corpora(args.corpora)
     cfg = TrainConfig(algo=args.algo, hidden=_hidden(args.hidden), modules_per_step=args.modules_per_step,
                       jobs=args.jobs, seed=args.seed, pairs=args.pairs, sigma=args.sigma, lr=args.lr,

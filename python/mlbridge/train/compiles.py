@@ -1,11 +1,13 @@
 """Where a training step's compiles run: threads on this machine, or Ray tasks
 on a cluster (``mlbridge train run --ray ADDRESS``).
 
-Both take the same jobs, ``(module, policy, tag)``, and return one
-CompileResult per job, in order. On Ray, each task compiles with the corpus
-module's own command exactly as a local compile does (corpus/compile.py), so
-every node needs the corpora, clang and the plugin at the same paths (a shared
-file system, or the same image), as ml-compiler-opt's workers do. An ONNX
+Both take the same jobs, ``(unit, policy, tag)``, and return one
+CompileResult per job, in order. A unit is a corpus module, or in a
+whole-program setting a program (its members compiled and linked: one task).
+On Ray, each task compiles with the corpus module's own command exactly as a
+local compile does (corpus/compile.py), so every node needs the corpora,
+clang, ld.lld and the plugin at the same paths (a shared file system, or the
+same image), as ml-compiler-opt's workers do. An ONNX
 policy travels with its tasks (its bytes, put in Ray's object store once per
 step); a Python policy (PPO's sampling policy) answers in this process, so it
 cannot run on Ray.
@@ -20,6 +22,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..corpus.compile import CompileOptions, CompileResult, Policy, Toolchain, compile_module
 from ..corpus.layout import Module
+from ..corpus.settings import LINK_TIMEOUT
 
 Job = Tuple[Module, Policy, str]
 
@@ -47,10 +50,11 @@ class LocalCompiles:
         pass
 
 
-def _compile_task(module: Module, spec: str, model: Optional[bytes], toolchain: Toolchain,
+def _compile_task(unit: Any, spec: str, model: Optional[bytes], toolchain: Toolchain,
                   options: CompileOptions, tag: str) -> CompileResult:
-    """One compile on a Ray worker: the model's bytes become a file in a private folder;
-    the compiler gets the worker's environment, not the driver's."""
+    """One unit on a Ray worker (a module's compile, or a program's compiles and
+    link): the model's bytes become a file in a private folder; the compiler
+    and the linker get the worker's environment, not the driver's."""
     options = dataclasses.replace(options, environ={k: v for k, v in os.environ.items()
                                                     if not k.startswith("MLBRIDGE_INLINE_")})
     with tempfile.TemporaryDirectory(prefix="mlbridge-task-") as work:
@@ -61,7 +65,7 @@ def _compile_task(module: Module, spec: str, model: Optional[bytes], toolchain: 
             with open(path, "wb") as f:
                 f.write(model)
             policy = Policy("onnx", spec, model=path)
-        res = compile_module(module, policy, work, toolchain, options, tag=tag)
+        res = build_unit(unit, policy, work, toolchain, options, tag)
         res.stderr = res.stderr[-4000:]   # the tail says why; the whole log need not cross the network
         return res
 
@@ -104,7 +108,10 @@ class RayCompiles:
                         models[policy.model] = self._ray.put(f.read())
                 model = models[policy.model]
             refs.append(self._task.remote(module, policy.spec, model, toolchain, options, tag))
-        return list(self._ray.get(refs, timeout=options.timeout * max(1, len(refs)) + 60))
+        # a program's link has its own, longer bound (settings.LINK_TIMEOUT)
+        per_unit = options.timeout if all(isinstance(j[0], Module) for j in jobs) else \
+            options.timeout + LINK_TIMEOUT
+        return list(self._ray.get(refs, timeout=per_unit * max(1, len(refs)) + 60))
 
     def close(self) -> None:
         pass   # the Ray connection belongs to the process; ray.shutdown() at exit
