@@ -12,7 +12,7 @@ from mlbridge.core.errors import ProtocolError
 from mlbridge.core.messages import PROTOCOL_VERSION, Observation, Outcome, Preamble
 from mlbridge.core.spec import TensorSpec
 from mlbridge.formats import get_format
-from mlbridge.formats.bitstream import BitstreamModelDecoder, parse_header
+from mlbridge.formats.bitstream import BitstreamModelDecoder, BitstreamReplyDecoder, parse_header
 from mlbridge.formats.framing import FramedModelDecoder
 
 B = get_format("bitstream")
@@ -32,7 +32,7 @@ def _after_header(max_message: int = 1 << 20):
 def test_header_errors_say_what_is_wrong():
     """parse_header mutants 7 and 44: the messages name the missing list
     and the part (feature / advice) a type bitstream cannot carry is in."""
-    with pytest.raises(ProtocolError, match=r'bitstream: header must be an object with a "features" list'):
+    with pytest.raises(ProtocolError, match=r'^bitstream: header must be an object with a "features" list$'):
         parse_header({"advice": []})
     string = {"name": "s", "type": "string", "port": 0, "shape": [1]}
     with pytest.raises(ProtocolError, match=r"bitstream: feature 's' has type string"):
@@ -93,3 +93,13 @@ def test_the_framed_preamble_and_an_observation_before_the_header(fmt_name):
     assert msg == Preamble(fmt_name, PROTOCOL_VERSION) and pos == 8 and dec.need == 4
     with pytest.raises(ProtocolError, match=rf"{fmt_name}: observation before the header"):
         dec.decode(data, pos, len(data))
+
+
+def test_a_reply_stream_may_end_only_between_replies():
+    """BitstreamReplyDecoder.truncated mutant 2: the stream ending with no
+    reply bytes pending is a clean end (None); any byte of a reply pending is
+    a truncation, said with how much arrived."""
+    dec = BitstreamReplyDecoder((TensorSpec("d", "int64_t", (1,)),))
+    assert dec.truncated(0) is None
+    assert dec.truncated(1) == "stream ended inside a reply (1 of 8 bytes)"
+    assert dec.truncated(7) == "stream ended inside a reply (7 of 8 bytes)"
