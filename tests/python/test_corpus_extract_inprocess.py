@@ -1,0 +1,125 @@
+"""corpus/extract.py called in-process, each outcome checked whole (name,
+status, reason, input). test_corpus_extract.py drives the same code through
+`python -m mlbridge corpus extract` in a child process; these tests kill the
+mutants that mutation testing found alive (docs/testing.md), and mutmut can
+see them (it maps tests to code in the test process only).
+"""
+from __future__ import annotations
+
+import errno
+import json
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import ROOT
+from mlbridge.corpus import extract as ex
+from mlbridge.corpus.extract import STAMP, Options, Outcome, Source, extract
+from mlbridge.corpus.layout import CorpusError
+
+# Required tools (scripts/setup.sh): missing, the tests fail.
+CLANG = shutil.which("clang-19")
+OBJCOPY = shutil.which("llvm-objcopy-19")
+BITS = os.path.join(ROOT, "tests", "corpus", "bits.c")
+
+
+def _cc(out: str, *flags: str) -> str:
+    assert CLANG, "clang-19 not found: scripts/setup.sh installs it"
+    subprocess.run([CLANG, "-c", "-Oz", *flags, BITS, "-o", out], check=True, capture_output=True, timeout=120)
+    return out
+
+
+def _one(report) -> Outcome:
+    (o,) = report.outcomes
+    return o
+
+
+def test_outcomes_name_the_module_and_its_input(tmp_path):
+    """Mutants of _extract_one that dropped or changed an outcome's name,
+    status or input (18, 96, 200, 222, 244)."""
+    out = str(tmp_path / "c")
+    missing = str(tmp_path / "gone.o")
+    o = _one(extract([Source("gone.o", missing)], out, jobs=1))
+    assert o == Outcome("gone.o", "failed", "cannot read the input: No such file or directory", missing)
+
+    text = tmp_path / "t.bc"
+    text.write_text("not bitcode")
+    o = _one(extract([Source("t", str(text), "bitcode")], out, jobs=1))
+    assert o == Outcome("t", "failed", "not LLVM bitcode", str(text))
+
+    only_bc = _cc(str(tmp_path / "only_bc.o"), "-Xclang", "-fembed-bitcode=bitcode")
+    o = _one(extract([Source("only_bc.o", only_bc)], out, jobs=1))
+    assert o == Outcome("only_bc.o", "failed", "no .llvmcmd section (compiled with -fembed-bitcode=bitcode "
+                        "instead of =all?)", only_bc)
+
+    assert OBJCOPY, "llvm-objcopy-19 not found: scripts/setup.sh installs it"
+    plain = _cc(str(tmp_path / "plain.o"))
+    (tmp_path / "junk").write_bytes(b"junk")
+    (tmp_path / "cmd").write_bytes(b"-cc1\0-Oz")
+    odd = str(tmp_path / "odd.o")
+    subprocess.run([OBJCOPY, f"--add-section=.llvmbc={tmp_path / 'junk'}",
+                    f"--add-section=.llvmcmd={tmp_path / 'cmd'}", plain, odd], check=True, timeout=60)
+    o = _one(extract([Source("odd.o", odd)], out, jobs=1))
+    assert o == Outcome("odd.o", "failed", "section .llvmbc is not LLVM bitcode", odd)
+
+    good = _cc(str(tmp_path / "good.o"), "-Xclang", "-fembed-bitcode=all")
+    o = _one(extract([Source("good.o", good)], out, options=Options(cmd_filter="^-O3$"), jobs=1))
+    assert o == Outcome("good.o", "excluded", "command does not match --cmd-filter", good)
+
+
+def test_a_second_run_keeps_what_is_fresh_and_redoes_what_is_not(tmp_path):
+    """_extract_one mutant 51 (the .cmd file's freshness) and _load_stamp
+    mutant 26 (other options: the old modules' files are removed)."""
+    good = _cc(str(tmp_path / "good.o"), "-Xclang", "-fembed-bitcode=all")
+    out = tmp_path / "c"
+    assert _one(extract([Source("good.o", good)], str(out), jobs=1)).status == "extracted"
+    assert _one(extract([Source("good.o", good)], str(out), jobs=1)).status == "unchanged"
+    (out / "good.o.cmd").unlink()
+    assert _one(extract([Source("good.o", good)], str(out), jobs=1)).status == "extracted"
+    assert (out / "good.o.cmd").is_file()
+    # Other options: every module is redone; one the filter now excludes leaves the corpus.
+    o = _one(extract([Source("good.o", good)], str(out), options=Options(cmd_filter="^-O3$"), jobs=1))
+    assert o.status == "excluded"
+    assert not (out / "good.o.bc").exists() and not (out / "good.o.cmd").exists()
+    assert json.loads((out / STAMP).read_text())["modules"] == {}
+
+
+def test_an_output_that_cannot_be_written_names_the_input(tmp_path):
+    """_extract_one mutant 331: an OSError while writing is the module's
+    failure, with its input."""
+    good = _cc(str(tmp_path / "good.o"), "-Xclang", "-fembed-bitcode=all")
+    out = tmp_path / "c"
+    (out / "good.o.bc").mkdir(parents=True)   # the output's name is taken by a folder
+    o = _one(extract([Source("good.o", good)], str(out), jobs=1))
+    assert (o.name, o.status, o.path) == ("good.o", "failed", good) and "Is a directory" in o.reason
+
+
+def test_atomic_writes_leave_nothing_behind_when_they_fail(tmp_path):
+    """_write_atomic mutant 34 and _copy_atomic mutants 1 and 31: a failed
+    write raises its own error and removes its temporary file; a copy gives
+    the bytes."""
+    (tmp_path / "taken").mkdir()
+    with pytest.raises(IsADirectoryError):
+        ex._write_atomic(str(tmp_path / "taken"), b"x")
+    with pytest.raises(FileNotFoundError):
+        ex._copy_atomic(str(tmp_path / "nope"), str(tmp_path / "dst"))
+    assert sorted(os.listdir(tmp_path)) == ["taken"]
+    (tmp_path / "src").write_bytes(b"abc")
+    ex._copy_atomic(str(tmp_path / "src"), str(tmp_path / "sub" / "dst"))
+    assert (tmp_path / "sub" / "dst").read_bytes() == b"abc"
+    assert sorted(os.listdir(tmp_path / "sub")) == ["dst"]
+
+
+def test_small_helpers(tmp_path):
+    """_name_for mutant 10, _thinlto_index mutant 17, _make_output_folder mutant 22."""
+    with pytest.raises(CorpusError, match="outside the build folder"):
+        ex._name_for("/a", "/a/b")          # exactly the parent: ".."
+    assert ex._name_for("/a/b/c.o", "/a/b") == "c.o"
+    assert ex._thinlto_index(b"clang\0-fthinlto-index=x=y.thinlto.bc\0-c", "/b") == "/b/x=y.thinlto.bc"
+    (tmp_path / "f").write_text("")
+    with pytest.raises(NotADirectoryError) as info:
+        ex._make_output_folder(str(tmp_path / "f"))
+    assert info.value.errno == errno.ENOTDIR
+    assert str(info.value) == f"[Errno 20] the corpus folder to write (-o) exists and is not a folder: '{tmp_path / 'f'}'"
