@@ -123,3 +123,14 @@ def test_small_helpers(tmp_path):
         ex._make_output_folder(str(tmp_path / "f"))
     assert info.value.errno == errno.ENOTDIR
     assert str(info.value) == f"[Errno 20] the corpus folder to write (-o) exists and is not a folder: '{tmp_path / 'f'}'"
+
+
+def test_a_file_made_in_place_of_the_folder_meanwhile(tmp_path, monkeypatch):
+    """_make_output_folder mutant 22: a file appearing between the check
+    and makedirs gets the same one-line error as one there before."""
+    def makedirs(path, exist_ok=False):
+        raise FileExistsError(errno.EEXIST, "File exists", path)
+    monkeypatch.setattr(ex.os, "makedirs", makedirs)
+    with pytest.raises(NotADirectoryError) as info:
+        ex._make_output_folder(str(tmp_path / "c"))
+    assert str(info.value) == f"[Errno 20] the corpus folder to write (-o) exists and is not a folder: '{tmp_path / 'c'}'"
