@@ -134,3 +134,25 @@ def test_a_file_made_in_place_of_the_folder_meanwhile(tmp_path, monkeypatch):
     with pytest.raises(NotADirectoryError) as info:
         ex._make_output_folder(str(tmp_path / "c"))
     assert str(info.value) == f"[Errno 20] the corpus folder to write (-o) exists and is not a folder: '{tmp_path / 'c'}'"
+
+
+def test_distributed_thinlto_says_which_index_is_missing(tmp_path):
+    """_extract_one mutant 266: an object whose command names a ThinLTO
+    index that is not there is refused naming that index; one without
+    -fthinlto-index= says so."""
+    assert OBJCOPY, "llvm-objcopy-19 not found: scripts/setup.sh installs it"
+    bc = _cc(str(tmp_path / "m.bc"), "-emit-llvm")
+    plain = _cc(str(tmp_path / "plain.o"))
+    base = tmp_path / "build"
+    base.mkdir()
+    for name, cmd in (("with.o", b"-cc1\0-fthinlto-index=sub/m.thinlto.bc\0-O2"), ("without.o", b"-cc1\0-O2")):
+        (tmp_path / "cmd").write_bytes(cmd)
+        subprocess.run([OBJCOPY, f"--add-section=.llvmbc={bc}", f"--add-section=.llvmcmd={tmp_path / 'cmd'}",
+                        plain, str(base / name)], check=True, timeout=60)
+    srcs = [Source(n, str(base / n), "object", str(base)) for n in ("with.o", "without.o")]
+    report = extract(srcs, str(tmp_path / "c"), options=Options(thinlto="distributed"), jobs=1)
+    got = {o.name: o for o in report.outcomes}
+    assert got["with.o"] == Outcome("with.o", "failed", f"index {base / 'sub' / 'm.thinlto.bc'} missing",
+                                    str(base / "with.o"))
+    assert got["without.o"] == Outcome("without.o", "failed", "no -fthinlto-index= in its command",
+                                       str(base / "without.o"))
