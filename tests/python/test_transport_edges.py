@@ -1,0 +1,41 @@
+"""Edges of the pipe transport that mutation testing (docs/testing.md) found
+untested: each test names the mutants it kills.
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from conftest import child_env
+
+# A model process that serves one session and exits without closing its
+# server: the read watchdog's thread must not keep the process alive.
+FORGETFUL = r"""
+import threading
+import numpy as np
+import mlbridge
+F = [mlbridge.TensorSpec("x", "int64_t", [1])]
+A = [mlbridge.TensorSpec("d", "int64_t", [1])]
+srv = mlbridge.PipeServer(format="bitstream", timeout=5)
+
+def compiler():
+    with mlbridge.PipeClient(srv.base, F, A, format="bitstream", timeout=5) as c:
+        assert int(c.evaluate({"x": 2})[0]) == 3
+
+t = threading.Thread(target=compiler)
+t.start()
+s = srv.serve_session(lambda obs: int(obs["x"][0]) + 1, timeout=10)
+t.join()
+assert s.observations == 1 and s.clean, s
+assert srv.channel._watchdog is not None   # the blocking reads started it
+print("served", flush=True)
+# no srv.close(): the interpreter's exit must not wait for the watchdog
+"""
+
+
+def test_a_model_that_never_closes_its_server_still_exits():
+    """channel._ReadWatchdog.__init__ mutant 7 (a non-daemon watchdog
+    thread): the process hung at exit, joining it."""
+    r = subprocess.run([sys.executable, "-c", FORGETFUL], env=child_env(), capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0 and r.stdout == "served\n", r.stderr[-2000:]
