@@ -39,3 +39,45 @@ def test_a_model_that_never_closes_its_server_still_exits():
     r = subprocess.run([sys.executable, "-c", FORGETFUL], env=child_env(), capture_output=True, text=True,
                        timeout=120)
     assert r.returncode == 0 and r.stdout == "served\n", r.stderr[-2000:]
+
+
+def test_write_all_writes_every_byte_when_the_pipe_is_full_or_the_data_is_not_bytes():
+    """channel.write_all mutant 3: a first write that finds the pipe full,
+    and data given as a bytearray or memoryview (not bytes), still deliver
+    every byte in order. A reader thread drains the pipe: it blocks in
+    read(), no sleeps."""
+    import os
+    import threading
+    from mlbridge.transport.channel import Deadline, write_all
+
+    r, w = os.pipe()
+    try:
+        os.set_blocking(w, False)
+        filler = b"\0" * 4096
+        full = 0
+        while True:   # fill the pipe: the next write would block
+            try:
+                full += os.write(w, filler)
+            except BlockingIOError:
+                break
+        got = bytearray()
+        want = full + 3 + 5 + 7
+
+        def drain():
+            while len(got) < want:
+                chunk = os.read(r, 65536)
+                if not chunk:
+                    return
+                got.extend(chunk)
+
+        t = threading.Thread(target=drain)
+        t.start()
+        write_all(w, b"abc", Deadline(30))
+        write_all(w, bytearray(b"defgh"), Deadline(30))
+        write_all(w, memoryview(b"ijklmno"), Deadline(30))
+        t.join(30)
+        assert not t.is_alive()
+        assert bytes(got[full:]) == b"abcdefghijklmno" and len(got) == want
+    finally:
+        os.close(r)
+        os.close(w)
