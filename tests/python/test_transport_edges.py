@@ -81,3 +81,19 @@ def test_write_all_writes_every_byte_when_the_pipe_is_full_or_the_data_is_not_by
     finally:
         os.close(r)
         os.close(w)
+
+
+def test_a_compiler_gone_after_the_preamble_ends_its_session_saying_so(serve):
+    """server.PipeServer._run mutant 79: a session whose stream ends before
+    any header is not clean, and says why."""
+    import mlbridge
+    from test_faults import ADV, FEATS, echo, raw_session
+    from mlbridge.formats import get_format
+    st = serve(echo, sessions=2)
+    raw_session(st.base, get_format("json").preamble())
+    st.wait_session()
+    with mlbridge.PipeClient(st.base, FEATS, ADV, format="json", timeout=5) as c:
+        assert c.evaluate({"x": 9}).tolist() == [9]
+    gone, good = st.join()
+    assert gone.clean is False and gone.error == "end of stream before the session header", gone
+    assert good.clean and good.observations == 1
