@@ -97,3 +97,27 @@ def test_a_compiler_gone_after_the_preamble_ends_its_session_saying_so(serve):
     gone, good = st.join()
     assert gone.clean is False and gone.error == "end of stream before the session header", gone
     assert good.clean and good.observations == 1
+
+
+SERVE_FOREVER = r"""
+import json, sys
+import mlbridge
+srv = mlbridge.PipeServer(timeout=10)
+print(json.dumps({"event": "ready", "base": srv.base}), flush=True)
+srv.serve_forever(lambda obs: int(obs["x"][0]) * 3)
+"""
+
+
+def test_serve_forever_serves_one_session_after_another(procs):
+    """server.PipeServer.serve_forever mutant 2 (the policy not passed on):
+    sessions in several formats, one after another, each answered."""
+    import subprocess as sp
+    import mlbridge
+    from conftest import wait_ready
+    p = procs.python(SERVE_FOREVER, stdout=sp.PIPE)
+    base = wait_ready(p)["base"]
+    feats, adv = [("x", "int64_t", [1])], [("d", "int64_t", [1])]
+    for fmt, x in (("json", 2), ("bitstream", 5), ("protobuf", 7)):
+        with mlbridge.PipeClient(base, feats, adv, format=fmt, timeout=10) as c:
+            assert c.evaluate({"x": x}).tolist() == [3 * x]
+    assert p.poll() is None   # still serving
