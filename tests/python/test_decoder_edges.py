@@ -103,3 +103,49 @@ def test_a_reply_stream_may_end_only_between_replies():
     assert dec.truncated(0) is None
     assert dec.truncated(1) == "stream ended inside a reply (1 of 8 bytes)"
     assert dec.truncated(7) == "stream ended inside a reply (7 of 8 bytes)"
+
+
+# ---- json and protobuf payloads ----------------------------------------------------------
+def test_json_payload_edges():
+    """jsonfmt decode_payload mutants 56 and 151, _decode_numeric mutant 14:
+    an observation without "tensors" has none (the session's check then
+    says what is missing); a header's bad feature list is named; a payload
+    big enough for simdjson with an unknown kind gets the same error as a
+    small one."""
+    J = get_format("json")
+    assert J.decode_payload(b'{"observation":{"id":1}}') == Observation(1, [])
+    with pytest.raises(ProtocolError, match="^features must be a list of tensor specs$"):
+        J.decode_payload(b'{"header":{"version":1,"features":5}}')
+    big = json.dumps({"bogus": {"x": [0.5] * 2000}}).encode()
+    assert len(big) >= 4096
+    with pytest.raises(ProtocolError, match="^json: unknown message kind 'bogus'$"):
+        J.decode_payload(big)
+
+
+@pytest.mark.parametrize("typ, lo, hi", [("int8_t", -2**7, 2**7 - 1), ("int32_t", -2**31, 2**31 - 1),
+                                         ("int64_t", -2**63, 2**63 - 1), ("uint16_t", 0, 2**16 - 1)])
+def test_json_integer_extremes_are_accepted_on_both_paths(typ, lo, hi):
+    """jsonfmt _array mutant 151 and _ElementGroup.convert mutant 37: the
+    smallest and largest value of the type are in range, on the general
+    path and on the per-session fast path."""
+    J = get_format("json")
+    feats = (TensorSpec("a", typ, (2,)),)
+    payload = json.dumps({"observation": {"id": 1, "tensors": [
+        {"name": "a", "type": typ, "shape": [2], "data": [lo, hi]}]}}).encode()
+    (name, arr), = J.decode_payload(payload).tensors
+    assert arr.tolist() == [lo, hi]
+    oid, got = J.observation_reader(feats).read(memoryview(payload))
+    assert oid == 1 and got["a"].tolist() == [lo, hi]
+
+
+def test_protobuf_header_with_a_feature_twice_is_refused():
+    """protobuf decode_payload mutant 66: the error names what is duplicated."""
+    from mlbridge._proto import mlbridge_pb2 as pb
+    m = pb.Message()
+    m.header.version = 1
+    for _ in range(2):
+        f = m.header.features.add()
+        f.name, f.dtype = "x", pb.INT64
+        f.shape.append(1)
+    with pytest.raises(ProtocolError, match="^duplicate feature name 'x'$"):
+        get_format("protobuf").decode_payload(m.SerializeToString())
