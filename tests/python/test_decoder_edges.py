@@ -149,3 +149,13 @@ def test_protobuf_header_with_a_feature_twice_is_refused():
         f.shape.append(1)
     with pytest.raises(ProtocolError, match="^duplicate feature name 'x'$"):
         get_format("protobuf").decode_payload(m.SerializeToString())
+
+
+def test_format_float_uses_the_tensors_own_precision():
+    """jsonfmt.format_float mutant 4: a float32 gets float32's shortest
+    digits, a float64 float64's."""
+    from mlbridge.core import dtypes
+    from mlbridge.formats.jsonfmt import format_float
+    assert format_float(np.float32(0.1), dtypes.lookup("float")) == "0.1"
+    assert format_float(0.1, dtypes.lookup("double")) == "0.1"
+    assert format_float(np.float32(0.1), dtypes.lookup("double")) == "0.10000000149011612"
