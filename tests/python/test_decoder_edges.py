@@ -136,6 +136,11 @@ def test_json_integer_extremes_are_accepted_on_both_paths(typ, lo, hi):
     assert arr.tolist() == [lo, hi]
     oid, got = J.observation_reader(feats).read(memoryview(payload))
     assert oid == 1 and got["a"].tolist() == [lo, hi]
+    # More than 64 elements: the general path's numpy range check.
+    long = json.dumps({"observation": {"id": 2, "tensors": [
+        {"name": "a", "type": typ, "shape": [100], "data": [lo, hi] * 50}]}}).encode()
+    (name, arr), = J.decode_payload(long).tensors
+    assert arr.tolist() == [lo, hi] * 50
 
 
 def test_protobuf_header_with_a_feature_twice_is_refused():
