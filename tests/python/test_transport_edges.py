@@ -121,3 +121,56 @@ def test_serve_forever_serves_one_session_after_another(procs):
         with mlbridge.PipeClient(base, feats, adv, format=fmt, timeout=10) as c:
             assert c.evaluate({"x": x}).tolist() == [3 * x]
     assert p.poll() is None   # still serving
+
+
+def test_a_write_bigger_than_the_ring_to_a_dead_model_fails(procs, tmp_path):
+    """shm._End.write mutant 45: a compiler whose message does not fit the
+    ring waits for space; the model dying meanwhile is PeerClosed, not a
+    wait that never ends (the thread's join bounds a hang, generously)."""
+    import threading
+    import numpy as np
+    import mlbridge
+    from mlbridge.errors import PeerClosed
+    from test_shm import _start_model
+    folder = tmp_path / "ch"
+    folder.mkdir(mode=0o700)
+    base = str(folder / "chan")
+    p = _start_model(procs, base)
+    n = 1 << 19   # 4 MiB of doubles: more than the ring holds
+    c = mlbridge.ShmClient(base, [("x", "double", [n])], [("y", "double", [n])], format="protobuf", timeout=10.0)
+    try:
+        x = np.arange(n, dtype=np.float64)
+        assert np.array_equal(c.evaluate({"x": x}), x)   # the model echoes it, through the ring
+        procs.kill(p)
+        got = {}
+
+        def ask():
+            try:
+                c.evaluate({"x": x})
+            except BaseException as exc:  # noqa: BLE001 - checked below
+                got["e"] = exc
+
+        t = threading.Thread(target=ask, daemon=True)
+        t.start()
+        t.join(60)
+        assert not t.is_alive(), "a write into a full ring, to a dead model, never ended"
+        assert isinstance(got.get("e"), PeerClosed), got
+    finally:
+        c.close()
+
+
+def test_shared_memory_refuses_a_platform_without_futex_or_pidfd(monkeypatch):
+    """shm._check_platform mutant 1: either missing is enough to refuse."""
+    import os
+    import pytest
+    from mlbridge.errors import MLBridgeError
+    from mlbridge.transport import shm
+    shm._check_platform()   # this machine has both
+    with monkeypatch.context() as m:
+        m.setattr(shm, "_SYS_FUTEX", None)
+        with pytest.raises(MLBridgeError, match="needs Linux on x86-64"):
+            shm._check_platform()
+    with monkeypatch.context() as m:
+        m.delattr(os, "pidfd_open")
+        with pytest.raises(MLBridgeError, match="needs Linux on x86-64"):
+            shm._check_platform()
