@@ -5,17 +5,13 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 
-def write_json_atomic(path: str, obj: Any, *, indent: Optional[int] = None, newline: bool = False) -> str:
-    """json.dump(OBJ) to PATH through PATH.tmp (removed if the write fails); returns PATH."""
-    tmp = path + ".tmp"
+def replace_when_complete(tmp: str, path: str, write: Callable[[str], None]) -> str:
+    """WRITE(TMP), then TMP renamed over PATH; TMP removed if anything fails. Returns PATH."""
     try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(obj, f, indent=indent)
-            if newline:
-                f.write("\n")
+        write(tmp)
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -24,3 +20,13 @@ def write_json_atomic(path: str, obj: Any, *, indent: Optional[int] = None, newl
             pass
         raise
     return path
+
+
+def write_json_atomic(path: str, obj: Any, *, indent: Optional[int] = None, newline: bool = False) -> str:
+    """json.dump(OBJ) to PATH through PATH.tmp (removed if the write fails); returns PATH."""
+    def write(tmp: str) -> None:
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(obj, f, indent=indent)
+            if newline:
+                f.write("\n")
+    return replace_when_complete(path + ".tmp", path, write)

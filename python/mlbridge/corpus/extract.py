@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from ..core.errors import BAD_JSON
+from ..core.files import replace_when_complete
 from . import elf
 from .layout import UNSPECIFIED_OVERRIDE, CorpusError, check_name, write_description
 
@@ -208,33 +209,23 @@ _FILE_MODE = 0o666 & ~_umask()
 def _write_atomic(path: str, data: bytes) -> None:
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=os.path.dirname(path) or ".")
-    try:
+
+    def write(t: str) -> None:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
-        os.chmod(tmp, _FILE_MODE)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+        os.chmod(t, _FILE_MODE)
+    replace_when_complete(tmp, path, write)
 
 
 def _copy_atomic(src: str, dst: str) -> None:
     os.makedirs(os.path.dirname(dst) or ".", exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=os.path.dirname(dst) or ".")
     os.close(fd)
-    try:
-        shutil.copyfile(src, tmp)
-        os.chmod(tmp, _FILE_MODE)
-        os.replace(tmp, dst)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+
+    def write(t: str) -> None:
+        shutil.copyfile(src, t)
+        os.chmod(t, _FILE_MODE)
+    replace_when_complete(tmp, dst, write)
 
 
 def _outputs(out: str, name: str) -> Tuple[str, str, str]:
