@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from mlbridge.core.errors import ProtocolError
-from mlbridge.core.messages import PROTOCOL_VERSION, Observation, Outcome, Preamble
+from mlbridge.core.messages import PROTOCOL_VERSION, ObservationMessage, Outcome, Preamble
 from mlbridge.core.spec import TensorSpec
 from mlbridge.formats import get_format
 from mlbridge.formats.bitstream import BitstreamModelDecoder, BitstreamReplyDecoder, parse_header
@@ -58,7 +58,7 @@ def test_the_message_limit_counts_from_the_message_start():
     data = bytearray(pad + msg)
     dec = _after_header(max_message=len(msg))
     got, nxt = dec.decode(data, len(pad), len(data))
-    assert isinstance(got, Observation) and got.id == 3 and nxt == len(data)
+    assert isinstance(got, ObservationMessage) and got.id == 3 and nxt == len(data)
     dec = _after_header(max_message=len(msg) - 1)
     with pytest.raises(ProtocolError, match=rf"observation of {len(msg)} bytes exceeds the limit"):
         dec.decode(data, len(pad), len(data))
@@ -113,7 +113,7 @@ def test_json_payload_edges():
     big enough for simdjson with an unknown kind gets the same error as a
     small one."""
     J = get_format("json")
-    assert J.decode_payload(b'{"observation":{"id":1}}') == Observation(1, [])
+    assert J.decode_payload(b'{"observation":{"id":1}}') == ObservationMessage(1, [])
     with pytest.raises(ProtocolError, match="^features must be a list of tensor specs$"):
         J.decode_payload(b'{"header":{"version":1,"features":5}}')
     big = json.dumps({"bogus": {"x": [0.5] * 2000}}).encode()

@@ -11,7 +11,7 @@ from mlbridge import TensorSpec as T
 from mlbridge.errors import ProtocolError
 from mlbridge.formats import FORMATS, decode_all, detect, get_format, model_decoder_for
 from mlbridge.formats.protobuf import pb
-from mlbridge.messages import Header, Observation, Restart
+from mlbridge.messages import Header, ObservationMessage, Restart
 
 FEATS = [T("a", "float", [2]), T("b", "int64_t", []), T("c", "bool", [3]), T("e", "double", [0])]
 ADV = [T("y", "int32_t", [1])]
@@ -26,11 +26,11 @@ def stream(fmt):
 
 def check_messages(msgs, fmt):
     kinds = [type(m).__name__ for m in msgs]
-    want = ["Header", "Context", "Observation", "Observation"]
+    want = ["Header", "Context", "ObservationMessage", "ObservationMessage"]
     if fmt != "bitstream":
         want = ["Preamble"] + want + ["End"]
     assert kinds == want
-    obs = [m for m in msgs if isinstance(m, Observation)]
+    obs = [m for m in msgs if isinstance(m, ObservationMessage)]
     for o in obs:
         assert list(o.tensors) == ["a", "b", "c", "e"]
         for (name, want_arr), spec in zip(zip("abce", ARRAYS), FEATS):
@@ -194,7 +194,7 @@ def test_protobuf_canonical_and_unknown_fields():
     assert payload == m.SerializeToString()
     # an unknown field (number 15, varint) from a newer writer is skipped
     msg = f.decode_payload(payload + b"\x78\x01")
-    assert isinstance(msg, Observation) and msg.tensors[0][1].tolist() == [5]
+    assert isinstance(msg, ObservationMessage) and msg.tensors[0][1].tolist() == [5]
     with pytest.raises(ProtocolError, match="no kind"):
         f.decode_payload(b"")
     with pytest.raises(ProtocolError, match="data bytes"):

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from conftest import VECTORS
 
 from mlbridge.core.errors import ProtocolError
-from mlbridge.core.messages import Header, Observation
+from mlbridge.core.messages import Header, ObservationMessage
 from mlbridge.core.spec import TensorSpec
 from mlbridge.formats import get_format, jsonfmt, model_decoder_for
 from mlbridge.formats.framing import FramedModelDecoder
@@ -62,7 +62,7 @@ def _general(fmt, feats, payload):
     dec.header = Header(tuple(feats), ADVICE)
     try:
         msg = fmt.decode_payload(memoryview(payload))
-        if not isinstance(msg, Observation):
+        if not isinstance(msg, ObservationMessage):
             return None
         return msg.id, dec._check(msg)
     except ProtocolError as exc:
@@ -120,7 +120,7 @@ def test_the_inliner_message_is_decoded_as_one_record():
         msg, pos = dec.decode(buf, pos, len(buf))
         msgs.append(msg)
     obs = msgs[-1]
-    assert isinstance(obs, Observation) and obs.id == 5
+    assert isinstance(obs, ObservationMessage) and obs.id == 5
     assert type(obs.tensors).__name__ == "FeatureView"
     assert obs.tensors["f37"].tolist() == [3]
 
@@ -328,7 +328,7 @@ def _check_bitstream(feats, message: bytes, cut: int, answer: bool = False) -> N
     assert general is not None
     oid, record, nxt = got
     msg, gnxt = general
-    assert isinstance(msg, Observation) and msg.id == oid and nxt == gnxt
+    assert isinstance(msg, ObservationMessage) and msg.id == oid and nxt == gnxt
     for s in feats:
         a, b = record[s.name], msg.tensors[s.name]
         assert a.dtype == b.dtype == s.np_dtype and a.shape == b.shape == s.shape
@@ -389,7 +389,7 @@ def _check_framed(fmt, feats, frame: bytes, cut: int, answer: bool = False) -> N
     assert not isinstance(general, Exception), f"the reader accepted what decode() refuses: {general}"
     msg, gnxt = general
     oid, tensors, nxt = got
-    assert isinstance(msg, Observation) and msg.id == oid and nxt == gnxt == len(data)
+    assert isinstance(msg, ObservationMessage) and msg.id == oid and nxt == gnxt == len(data)
     for s in feats:
         a, b = tensors[s.name], msg.tensors[s.name]
         assert a.dtype == b.dtype == s.np_dtype and a.shape == b.shape == s.shape

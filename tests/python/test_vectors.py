@@ -13,7 +13,7 @@ from conftest import VECTORS
 from mlbridge import TensorSpec
 from mlbridge.formats import decode_all, detect, get_format, model_decoder_for
 from mlbridge.formats.jsonfmt import tensor_from_json
-from mlbridge.messages import Context, End, Header, Observation, Preamble, Reply
+from mlbridge.messages import Context, End, Header, ObservationMessage, Preamble, Reply
 
 with open(os.path.join(VECTORS, "manifest.json"), encoding="utf-8") as _f:
     MANIFEST = json.load(_f)
@@ -88,7 +88,7 @@ def test_file_decodes_to_manifest(case):
             elif kind == "context":
                 assert isinstance(got, Context) and got.name == w["name"]
             elif kind == "observation":
-                assert isinstance(got, Observation) and got.id == w["id"]
+                assert isinstance(got, ObservationMessage) and got.id == w["id"]
                 assert list(got.tensors) == [t["name"] for t in w["tensors"]]
                 for t in w["tensors"]:
                     same_tensor(t["name"], got.tensors[t["name"]], t)

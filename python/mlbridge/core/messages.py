@@ -9,7 +9,7 @@ import numpy as np
 from .spec import TensorSpec
 
 __all__ = [
-    "Preamble", "Header", "Context", "Observation", "Outcome", "Reply", "End",
+    "Preamble", "Header", "Context", "ObservationMessage", "Outcome", "Reply", "End",
     "Restart", "NamedTensor",
 ]
 
@@ -42,7 +42,7 @@ class Context:
 
 
 @dataclass
-class Observation:
+class ObservationMessage:
     """Feature tensors for one decision, in header order.
 
     ``tensors`` maps feature names to arrays (read-only views when decoded).

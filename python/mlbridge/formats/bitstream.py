@@ -13,7 +13,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..core.errors import ProtocolError
-from ..core.messages import Context, Header, Observation, Outcome, Reply, Restart
+from ..core.messages import Context, Header, ObservationMessage, Outcome, Reply, Restart
 from ..core.spec import TensorSpec, json_string, specs_from_json, specs_to_json
 from .base import DEFAULT_MAX_MESSAGE, Decoder, WireFormat
 from .jsonfmt import loads
@@ -226,7 +226,7 @@ class BitstreamModelDecoder(Decoder):
         self.need = 1
         if outcome:
             return Outcome(oid, view[layout.names[0]]), total
-        return Observation(oid, view), total
+        return ObservationMessage(oid, view), total
 
     def truncated(self, avail: int) -> Optional[str]:
         if avail == 0:

@@ -6,7 +6,7 @@ from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 import numpy as np
 
 from ..core.errors import ProtocolError
-from ..core.messages import PROTOCOL_VERSION, Header, Observation, Preamble, Reply, Restart
+from ..core.messages import PROTOCOL_VERSION, Header, ObservationMessage, Preamble, Reply, Restart
 from ..core.spec import TensorSpec
 from .base import DEFAULT_MAX_MESSAGE, Decoder, WireFormat
 
@@ -95,7 +95,7 @@ class FramedFormat(WireFormat):
         raise NotImplementedError
 
     def decode_payload(self, payload: Any) -> Any:
-        """One payload -> Header, Context, Observation (tensors as a list of
+        """One payload -> Header, Context, ObservationMessage (tensors as a list of
         (name, array)), Reply or End. Raises ProtocolError."""
         raise NotImplementedError
 
@@ -222,13 +222,13 @@ class FramedModelDecoder(_FrameReader):
             if reader is not None:
                 hit = reader.read(payload)
                 if hit is not None:   # checked against the header already
-                    return Observation(hit[0], hit[1]), nxt
+                    return ObservationMessage(hit[0], hit[1]), nxt
             msg = self.format.decode_payload(payload)
         finally:
             payload.release()
-        if isinstance(msg, Observation):
+        if isinstance(msg, ObservationMessage):
             try:
-                msg = Observation(msg.id, self._check(msg))
+                msg = ObservationMessage(msg.id, self._check(msg))
             except ProtocolError as exc:
                 exc.next_pos = nxt   # type: ignore[attr-defined]  # the frame itself was fine: skip it
                 raise
@@ -285,7 +285,7 @@ class FramedModelDecoder(_FrameReader):
             return hit[0], hit[1], total
         return read
 
-    def _check(self, obs: Observation) -> Dict[str, np.ndarray]:
+    def _check(self, obs: ObservationMessage) -> Dict[str, np.ndarray]:
         if self.header is None:
             raise ProtocolError(f"{self.format.name}: observation before the header", id=obs.id)
         feats = self.header.features

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..core import dtypes as _dt
 from ..core.errors import BAD_JSON, ProtocolError
-from ..core.messages import Context, End, Header, Observation, Reply, NamedTensor, PROTOCOL_VERSION
+from ..core.messages import Context, End, Header, ObservationMessage, Reply, NamedTensor, PROTOCOL_VERSION
 from ..core.spec import TensorSpec, json_string, specs_from_json, specs_to_json
 from .base import DEFAULT_MAX_MESSAGE, array_shape_problem
 from .framing import FramedFormat, ObservationReader
@@ -358,7 +358,7 @@ def _decode_numeric(payload: Any) -> Any:
         # Small fields as Python values, the data list stays a simdjson array.
         fields = {k: (t[k] if k == "data" else _plain(t[k])) for k in t.keys()}
         tensors.append(tensor_from_json(fields, where))
-    return Observation(mid, tensors) if kind == "observation" else Reply(mid, tensors)
+    return ObservationMessage(mid, tensors) if kind == "observation" else Reply(mid, tensors)
 
 
 def _plain(v: Any) -> Any:
@@ -465,7 +465,7 @@ class JsonFormat(FramedFormat):
             raise ProtocolError(f"json: {kind} body must be an object")
         if kind == "observation":
             oid = _int_field(body, "id", "observation")
-            return Observation(oid, _tensors(body.get("tensors", []), f"observation {oid}"))
+            return ObservationMessage(oid, _tensors(body.get("tensors", []), f"observation {oid}"))
         if kind == "reply":
             rid = _int_field(body, "id", "reply")
             err = body.get("error")

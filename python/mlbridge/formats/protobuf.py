@@ -11,7 +11,7 @@ from google.protobuf.message import DecodeError
 from ..core import dtypes as _dt
 from .._proto import mlbridge_pb2 as pb
 from ..core.errors import ProtocolError
-from ..core.messages import PROTOCOL_VERSION, Context, End, Header, NamedTensor, Observation, Reply
+from ..core.messages import PROTOCOL_VERSION, Context, End, Header, NamedTensor, ObservationMessage, Reply
 from ..core.spec import TensorSpec, check_unique
 from .base import DEFAULT_MAX_MESSAGE, array_shape_problem
 from .framing import FramedFormat, ObservationReader
@@ -188,7 +188,7 @@ class ProtobufFormat(FramedFormat):
         kind = msg.WhichOneof("kind")
         if kind == "observation":
             o = msg.observation
-            return Observation(o.id, _tensors(o.tensors, f"observation {o.id}"))
+            return ObservationMessage(o.id, _tensors(o.tensors, f"observation {o.id}"))
         if kind == "reply":
             r = msg.reply
             if r.error:

@@ -17,7 +17,7 @@ import numpy as np
 
 from .. import formats as _formats
 from ..core.errors import ProtocolError
-from ..core.messages import Context, End, Header, Observation, Outcome, Preamble, Reply, Restart
+from ..core.messages import Context, End, Header, ObservationMessage, Outcome, Preamble, Reply, Restart
 from ..formats.base import DEFAULT_MAX_MESSAGE
 
 from .training_log import (REWARD_DELTA, TrainingLog, Trajectory, read_training_log, relative_reward,  # noqa: F401
@@ -129,7 +129,7 @@ def read_log(path: Union[str, "os.PathLike[str]"],
                 rep.start(fmt, header)
         elif isinstance(msg, Context):
             context = msg.name
-        elif isinstance(msg, Observation):
+        elif isinstance(msg, ObservationMessage):
             if pending is not None:
                 yield pending
             features = msg.tensors if type(msg.tensors) is dict else {k: msg.tensors[k] for k in msg.tensors}

@@ -14,7 +14,7 @@ from .channel import Deadline, ServerChannel, pending_bytes, reference_count
 from ..core.errors import ChannelTimeout, MLBridgeError, PeerClosed, ProtocolError
 from ..formats.base import DEFAULT_MAX_MESSAGE
 from ..formats.framing import FramedModelDecoder
-from ..core.messages import Context, End, Header, Observation as _ObsMsg, Outcome, Preamble, Restart
+from ..core.messages import Context, End, Header, ObservationMessage as _ObsMsg, Outcome, Preamble, Restart
 from ..core.spec import TensorSpec, required_features_problem
 
 __all__ = ["Observation", "Session", "SessionStats", "Model", "PipeServer", "Policy"]
