@@ -35,7 +35,7 @@ import numpy as np  # noqa: E402
 from mlbridge import formats  # noqa: E402
 from mlbridge.core.spec import TensorSpec  # noqa: E402
 from mlbridge.testing.bench_model import ConstModel  # noqa: E402
-from mlbridge.transport.server import Observation, Session  # noqa: E402
+from mlbridge.core.session import Observation, Session  # noqa: E402
 
 
 def per_call_us(fn: Callable[[], Any], repeat: int) -> float:

@@ -27,7 +27,7 @@ import threading
 import numpy as np
 
 from mlbridge import GrpcServer, PipeServer, ShmServer
-from mlbridge.server import Model
+from mlbridge import Model
 
 
 def answer(ident, x):

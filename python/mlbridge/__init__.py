@@ -25,7 +25,9 @@ from .core.errors import ChannelTimeout, MLBridgeError, PeerClosed, ProtocolErro
 from .core.messages import PROTOCOL_VERSION  # noqa: E402
 from .core.spec import TensorSpec  # noqa: E402
 from .formats import FORMATS, get_format  # noqa: E402
-from .transport.server import Model, Observation, PipeServer, Session, SessionStats  # noqa: E402
+from .core.session import Model, ModelLike, Observation, Session, SessionStats  # noqa: E402
+from .transport.session_server import SessionServer  # noqa: E402
+from .transport.pipe_server import PipeServer  # noqa: E402
 from .transport.client import PipeClient  # noqa: E402
 from .transport.shm import ShmClient, ShmServer  # noqa: E402
 from .transport.supervise import CompileResult, run_compiler  # noqa: E402
@@ -37,7 +39,7 @@ __all__ = [
     "__version__", "PROTOCOL_VERSION",
     "TensorSpec", "DType", "DTYPES", "FORMATS", "get_format",
     "MLBridgeError", "ChannelTimeout", "PeerClosed", "ProtocolError", "SpecMismatch", "RemoteError",
-    "PipeServer", "Model", "Observation", "Session", "SessionStats",
+    "SessionServer", "PipeServer", "Model", "ModelLike", "Observation", "Session", "SessionStats",
     "PipeClient",
     "ShmServer", "ShmClient",
     "run_compiler", "CompileResult",

@@ -94,7 +94,7 @@ def ack_then(reply_fn):
         name = type(msg).__name__
         if name == "Header":
             return fmt.ack() if fmt.framed else None
-        if name == "Observation":
+        if name == "ObservationMessage":
             return reply_fn(fmt, msg)
         return None
     return answer

@@ -225,9 +225,9 @@ def refcounts(request, monkeypatch):
     (CPython <= 3.13) and without them (other interpreters), where
     transport.channel.reference_count is always 0."""
     if request.param == "no shortcuts":
-        from mlbridge.transport import channel, server
+        from mlbridge.transport import channel, session_server
         monkeypatch.setattr(channel, "reference_count", lambda obj: 0)
-        monkeypatch.setattr(server, "reference_count", lambda obj: 0)
+        monkeypatch.setattr(session_server, "reference_count", lambda obj: 0)
     return request.param
 
 

@@ -192,7 +192,7 @@ def test_direct_call_binds_a_python_call_and_leaves_the_rest():
     way the answer is the policy's."""
     import functools
 
-    from mlbridge.transport.server import direct_call
+    from mlbridge.core.session import direct_call
 
     class Doubler(mlbridge.Model):
         def __call__(self, obs):

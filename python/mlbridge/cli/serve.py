@@ -31,7 +31,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def serve(args: argparse.Namespace) -> int:
-    from ..transport.server import PipeServer
+    from ..transport.pipe_server import PipeServer
     sys.path.insert(0, ".")
     policy: Any = load_callable(args.policy, "--policy")
     if isinstance(policy, type):

@@ -40,7 +40,8 @@ from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
 
-from ..transport.server import PipeServer, direct_call
+from ..core.session import direct_call
+from ..transport.pipe_server import PipeServer
 from ..transport.supervise import CompileResult, run_compiler
 from ..core.values import coerce_all
 

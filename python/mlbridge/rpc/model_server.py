@@ -32,7 +32,7 @@ from ..core.errors import MLBridgeError, ProtocolError
 from ..formats.base import DEFAULT_MAX_MESSAGE
 from ..formats.protobuf import ProtobufFormat, _spec, _tensor, _varint
 from ..core.messages import PROTOCOL_VERSION
-from ..transport.server import Observation, Policy, Session, _describe
+from ..core.session import ModelLike, Observation, Session, describe_error, end_session, start_session
 from ..core.spec import TensorSpec, check_unique, required_features_problem
 from ..core.values import coerce_all
 from .lifecycle import ServerLifecycle
@@ -120,7 +120,7 @@ class GrpcServer(ServerLifecycle):
     sessions end with their stream instead. ``None`` = never.
     """
 
-    def __init__(self, policy: Union[Policy, Callable[[], Policy]], address: str = "127.0.0.1:0", *,
+    def __init__(self, policy: Union[ModelLike, Callable[[], ModelLike]], address: str = "127.0.0.1:0", *,
                  tls: Optional[ServerTLS] = None, token: Optional[str] = None, max_workers: int = 64,
                  per_session: bool = False, concurrent: bool = False,
                  required_features: Optional[Iterable[Any]] = None, allow_insecure_remote: bool = False,
@@ -245,20 +245,10 @@ class GrpcServer(ServerLifecycle):
             try:
                 policy = self.policy()  # type: ignore[operator]
             except Exception as exc:
-                refusal = _describe(exc)
+                refusal = describe_error(exc)
             lock = _NoLock() if self.concurrent else threading.Lock()
-        if refusal is None:
-            hook = getattr(policy, "on_session_start", None)
-            if hook is not None:
-                try:
-                    with lock:
-                        hook(sess)
-                except Exception as exc:
-                    refusal = _describe(exc)
-                    sess.exception = exc
+        refusal = start_session(policy, sess, refusal, lock)
         if refusal is not None:
-            sess.refused = refusal
-            sess.clean = False
             self._remember(sess)
             context.abort(grpc.StatusCode.FAILED_PRECONDITION, f"the model refused the session: {refusal}")
         self._maybe_expire()
@@ -359,7 +349,7 @@ class GrpcServer(ServerLifecycle):
                 data = encode(oid, answer)
             except Exception as exc:
                 sess.errors += 1
-                return _FMT.error_payload(oid, _describe(exc))
+                return _FMT.error_payload(oid, describe_error(exc))
             sess.observations += 1
             return data[4:]   # the frame's payload: Message{reply}, which parses as EvaluateReply
         return fast
@@ -389,7 +379,7 @@ class GrpcServer(ServerLifecycle):
                         hook(name)
                 except Exception as exc:
                     sess.errors += 1
-                    return _FMT.error_payload(oid, _describe(exc))
+                    return _FMT.error_payload(oid, describe_error(exc))
         if not req.HasField("observation"):
             return _FMT.reply_payload(-1, (), ())
         try:
@@ -404,7 +394,7 @@ class GrpcServer(ServerLifecycle):
             data = _FMT.reply_payload(oid, sess.advice, coerce_all(answer, sess.advice, "advice"))
         except Exception as exc:
             sess.errors += 1
-            return _FMT.error_payload(oid, _describe(exc))
+            return _FMT.error_payload(oid, describe_error(exc))
         sess.observations += 1
         return data
 
@@ -471,13 +461,8 @@ class GrpcServer(ServerLifecycle):
         sess.clean = clean
         sess.error = error
         self._remember(sess)
-        hook = getattr(lv.policy, "on_session_end", None)
-        if hook is not None:
-            try:
-                with lv.lock:
-                    hook(sess, clean)
-            except Exception as exc:  # reported in the stats, never raised into gRPC's threads
-                sess.exception = exc
+        # A hook error is kept in the stats, never raised into gRPC's threads.
+        end_session(lv.policy, sess, clean, raise_errors=False, lock=lv.lock)
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -494,7 +479,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     import numpy as np
 
     from ..testing.bench_model import ConstModel, EchoModel, FcModel
-    from ..transport.server import Model
+    from ..core.session import Model
 
     class Raise(Model):
         def __call__(self, obs: Observation) -> Any:

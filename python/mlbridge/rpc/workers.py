@@ -119,7 +119,7 @@ def serve_pipe_workers(policy: Any, bases: Sequence[Optional[str]], sessions: Op
     (one thread per channel; the policy is called under one lock, so it need
     not be thread-safe). Returns each channel's session stats, in order.
     Raises the first error of any channel after all threads end."""
-    from ..transport.server import PipeServer
+    from ..transport.pipe_server import PipeServer
 
     lock = threading.Lock()
 

@@ -22,7 +22,8 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from ..transport.server import Model, Observation, PipeServer, Session
+from ..core.session import Model, Observation, Session
+from ..transport.pipe_server import PipeServer
 from ..transport.shm import DEFAULT_SPIN_US, ShmServer
 
 __all__ = ["FcModel", "ConstModel", "EchoModel", "main"]

@@ -38,7 +38,8 @@ import gymnasium
 import numpy as np
 from gymnasium import spaces
 
-from ..transport.server import Model, Observation, PipeServer, Session
+from ..core.session import Model, Observation, Session
+from ..transport.pipe_server import PipeServer
 from ..core.spec import TensorSpec
 from ..transport.supervise import CompileResult, run_compiler
 from ..core.values import coerce

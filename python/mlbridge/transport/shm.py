@@ -4,9 +4,9 @@ mapped by both processes (docs/shm.md). A waiting side spins for a bounded
 time, then sleeps on a futex (``syscall(SYS_futex)`` through ctypes, which
 releases the GIL).
 
-:class:`ShmServer` is :class:`~mlbridge.PipeServer` on this channel (same
-policies, formats, sessions and statistics); :class:`ShmClient` is
-:class:`~mlbridge.PipeClient` on it. The C++ side is ``ShmModelRunner``.
+:class:`ShmServer` is the shared-memory adapter of :class:`SessionServer`
+(the same policies, formats, sessions and statistics as :class:`~mlbridge.PipeServer`);
+:class:`ShmClient` is :class:`~mlbridge.PipeClient` on it. The C++ side is ``ShmModelRunner``.
 
 The offsets below are those of ``src/shm/layout.h``: change both together.
 The Python side relies on x86-64's ordering of plain loads and stores (TSO);
@@ -30,7 +30,7 @@ from typing import Any, Callable, Iterable, Optional
 from .channel import Deadline, InputBuffer, channel_base, rearm_and_fill, remove_channel_dir
 from .client import PipeClient
 from ..core.errors import ChannelTimeout, MLBridgeError, PeerClosed, ProtocolError
-from .server import PipeServer
+from .session_server import SessionServer
 
 __all__ = ["ShmServer", "ShmClient", "ShmServerChannel", "ShmClientChannel", "DEFAULT_SPIN_US", "DEFAULT_RING_BYTES"]
 
@@ -360,7 +360,7 @@ def _header_ok(fd: int) -> bool:
 # ---------------------------------------------------------------------------
 
 class ShmServerChannel:
-    """The model's end of ``BASE.shm``, with the interface PipeServer uses.
+    """The model's end of ``BASE.shm``: a :class:`SessionChannel`.
 
     The region is created under a temporary name and renamed into place, so
     a compiler never maps a half-written one. One session at a time: a
@@ -451,7 +451,7 @@ class ShmServerChannel:
             self._end.peer.close()
             self._end.peer = _NOBODY
 
-    # -- the interface PipeServer uses ----------------------------------------
+    # -- the SessionChannel interface ----------------------------------------
     def refiller(self, deadline: Deadline) -> Callable[[], bool]:
         """``deadline.rearm(); fill(1, deadline)`` as one call, like the pipe channel's."""
         return rearm_and_fill(self.fill, deadline)
@@ -559,12 +559,13 @@ class ShmServerChannel:
         self._created_dir = remove_channel_dir(self._created_dir)
 
 
-class ShmServer(PipeServer):
-    """:class:`~mlbridge.PipeServer` over shared memory: ``BASE.shm`` instead of FIFOs.
+class ShmServer(SessionServer):
+    """Serve compiler sessions over shared memory: ``BASE.shm`` instead of FIFOs.
 
     ``spin_us``: busy-wait budget (microseconds of CPU) before each wait
     sleeps; 0 never spins. ``ring_bytes``: capacity of each ring. Every other
-    argument and method is PipeServer's.
+    argument and method is :class:`SessionServer`'s, as for PipeServer.
+    Replies cannot go stale: a session is accepted before it is served.
     """
 
     def __init__(self, base: Optional[str] = None, *, spin_us: float = DEFAULT_SPIN_US,

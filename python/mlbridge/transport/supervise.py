@@ -11,8 +11,9 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, List, Mapping, Optional, Sequence
 
-from .channel import pending_bytes
-from .server import PipeServer, Policy, Session
+from ..core.session import ModelLike, Session
+from .pipe_server import PipeServer
+from .session_server import SessionServer
 
 __all__ = ["CompileResult", "run_compiler"]
 
@@ -126,7 +127,7 @@ class _Child:
         return rc
 
 
-def run_compiler(cmd: Sequence[Any], policy: Policy, *, server: Optional[PipeServer] = None,
+def run_compiler(cmd: Sequence[Any], policy: ModelLike, *, server: Optional[SessionServer] = None,
                  format: str = "auto", timeout: Optional[float] = 60.0,
                  env: Optional[Mapping[str, str]] = None, cwd: Optional[str] = None) -> CompileResult:
     """Run ``cmd`` (``{base}`` in an argument or an ``env`` value is replaced by
@@ -165,7 +166,6 @@ def run_compiler(cmd: Sequence[Any], policy: Policy, *, server: Optional[PipeSer
         watch = [child.pidfd] if child.pidfd is not None else []
         # Without a pidfd, look at the child between short idle waits.
         idle = None if watch else 0.05
-        ch = srv.channel
         while True:
             s = srv.serve_session(policy, timeout=idle, watch=watch, on_abort=child.kill_group)
             if s is not None:
@@ -173,7 +173,7 @@ def run_compiler(cmd: Sequence[Any], policy: Policy, *, server: Optional[PipeSer
                 continue
             if child.exited():
                 # Bytes written just before exiting are still worth serving.
-                if ch.buf.avail or pending_bytes(ch.out_fd):
+                if srv.pending_input():
                     continue
                 break
         done.set()

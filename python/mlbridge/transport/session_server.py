@@ -1,160 +1,78 @@
-"""The model side: serve compiler sessions over a channel (named pipes here;
-shared memory in shm.py)."""
+"""The model side of a byte-stream channel: serve compiler sessions one after
+another, whatever carries the bytes.
+
+:class:`SessionServer` holds the protocol (format detection, header,
+refusals, the decision loop, clean and unclean ends); an adapter names its
+channel and the few things only its I/O knows (:class:`PipeServer` in
+``pipe_server.py``, :class:`ShmServer` in ``shm.py``). The channel interface
+is :class:`SessionChannel`."""
 from __future__ import annotations
 
 import os
 import time
-import types
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
-
-import numpy as np
+from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple, Union
 
 from .. import formats as _formats
-from .channel import Deadline, ServerChannel, pending_bytes, reference_count
+from .channel import Deadline, InputBuffer, reference_count
 from ..core.errors import ChannelTimeout, MLBridgeError, PeerClosed, ProtocolError
+from ..core.messages import Context, End, Header, ObservationMessage, Outcome, Preamble, Restart
+from ..core.session import ModelLike, Observation, Session, describe_error, direct_call, end_session, start_session
+from ..core.spec import TensorSpec, required_features_problem
 from ..formats.base import DEFAULT_MAX_MESSAGE
 from ..formats.framing import FramedModelDecoder
-from ..core.messages import Context, End, Header, ObservationMessage as _ObsMsg, Outcome, Preamble, Restart
-from ..core.spec import TensorSpec, required_features_problem
 
-__all__ = ["Observation", "Session", "SessionStats", "Model", "PipeServer", "Policy"]
+try:
+    from typing import Protocol
+except ImportError:  # pragma: no cover - Python < 3.8
+    Protocol = object  # type: ignore[assignment,misc]
+
+__all__ = ["SessionServer", "SessionChannel"]
 
 
-class Observation:
-    """One decision request handed to a policy.
+class SessionChannel(Protocol):
+    """The model's end of a byte-stream channel, as :class:`SessionServer` uses it.
 
-    ``obs["name"]`` is the feature's array: a read-only view (bitstream views
-    point into the channel buffer; copy an array to keep it beyond the call
-    cheaply, e.g. ``np.array(obs["x"])``).
-
-    ``tensors`` is a mapping name -> array, or (the bitstream hot path) one
-    read-only numpy record whose fields are the features: then a feature is
-    one field lookup, with no mapping object per decision.
+    ``buf`` holds what was read and not yet consumed (``start``/``end``).
+    Every wait is bounded by a :class:`~mlbridge.transport.channel.Deadline`.
     """
 
-    __slots__ = ("id", "context", "session", "_tensors", "_features")
+    base: str
+    buf: InputBuffer
 
-    def __init__(self, id: int, context: str, session: "Session", tensors: Any) -> None:
-        self.id = id
-        self.context = context
-        self.session = session
-        self._tensors = tensors
-        self._features: Optional[Dict[str, np.ndarray]] = None
+    def wait_start(self, deadline: Deadline, watch: Iterable[int] = ()) -> str:
+        """Idle wait for a session's first bytes: "data", "eof", "watch", "timeout" (or "retry")."""
 
-    def _names(self) -> Iterable[str]:
-        t = self._tensors
-        return t.dtype.names if type(t) is np.ndarray else t
+    def fill(self, need: int, deadline: Deadline) -> bool:
+        """Buffer until ``need`` bytes are there; False at end of stream."""
 
-    @property
-    def features(self) -> Dict[str, np.ndarray]:
-        """All features: name -> read-only array, in header order."""
-        f = self._features
-        if f is None:
-            t = self._tensors
-            f = self._features = t if type(t) is dict else {k: t[k] for k in self._names()}
-        return f
+    def refiller(self, deadline: Deadline) -> Callable[[], bool]:
+        """``deadline.rearm(); fill(1, deadline)`` as one call, for the decision loop."""
 
-    def __getitem__(self, name: str) -> np.ndarray:
-        try:
-            return self._tensors[name]
-        except (ValueError, IndexError):   # how a numpy record refuses an unknown field
-            raise KeyError(name) from None
+    def write(self, data: Any, deadline: Deadline) -> None:
+        """Send bytes to the compiler; PeerClosed when it is gone."""
 
-    def __contains__(self, name: object) -> bool:
-        return name in self._names()
+    def reopen_out(self) -> None:
+        """After a clean end of stream: ready for the next compiler."""
 
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._names())
+    def drain_in(self) -> int:
+        """Discard replies a compiler left unread."""
 
-    def keys(self) -> Iterable[str]:
-        return self.features.keys()
+    def hang_up(self) -> None:
+        """End the session from the model's side."""
 
-    def get(self, name: str, default: Any = None) -> Any:
-        return self[name] if name in self._names() else default
-
-    def __repr__(self) -> str:
-        return f"Observation(id={self.id}, context={self.context!r}, features={list(self._names())})"
-
-
-class Session:
-    """One compiler session, live while it is served and then its statistics.
-
-    ``clean`` is None while the session runs, then True for a clean end
-    (framed ``end``; bitstream end of stream at a message boundary).
-    """
-
-    def __init__(self, index: int) -> None:
-        self.index = index
-        self.format: str = "unknown"
-        self.features: Tuple[TensorSpec, ...] = ()
-        self.advice: Tuple[TensorSpec, ...] = ()
-        self.context: str = ""
-        self.observations = 0          # decisions answered with advice
-        self.contexts = 0
-        self.errors = 0                # error replies sent (framed formats)
-        self.clean: Optional[bool] = None
-        self.refused: Optional[str] = None    # why the session was refused
-        self.error: Optional[str] = None      # what ended it abnormally
-        self.exception: Optional[BaseException] = None
-        self.started = time.monotonic()
-        self.duration = 0.0
-        self.record: Optional[Tuple[str, str]] = None   # (NAME.out, NAME.in) paths
-
-    def __repr__(self) -> str:
-        state = "live" if self.clean is None else ("clean" if self.clean else "unclean")
-        extra = f", refused={self.refused!r}" if self.refused else (f", error={self.error!r}" if self.error else "")
-        return (f"Session(index={self.index}, format={self.format!r}, {state}, "
-                f"observations={self.observations}, errors={self.errors}{extra})")
-
-
-#: What serve() returns for each session.
-SessionStats = Session
-
-
-class Model:
-    """Base class for policies. Override ``__call__``; the hooks are optional.
-
-    A plain callable ``f(obs) -> advice`` works as a policy too.
-    """
-
-    def on_session_start(self, session: Session) -> None:
-        """A compiler connected; raise to refuse the session (the message is sent back)."""
-
-    def on_context(self, name: str) -> None:
-        """The compiler named what follows (e.g. the function being compiled)."""
-
-    def on_session_end(self, session: Session, clean: bool) -> None:
-        """The session is over (``clean`` False: the compiler died or an error ended it)."""
-
-    def __call__(self, obs: Observation) -> Any:
-        raise NotImplementedError
-
-
-Policy = Union[Model, Callable[[Observation], Any]]
+    def close(self) -> None:
+        """Release the channel and whatever it created."""
 
 
 class _Eof(Exception):
     """End of stream at a message boundary."""
 
 
-_os_write = os.write
 _monotonic = time.monotonic
 
 #: A bitstream answer that took longer than this is sent only if the compiler
-#: has written nothing since its question (see PipeServer._asker_gone).
+#: has written nothing since its question (see SessionServer._asker_gone).
 _SLOW_ANSWER_S = 0.001
-
-
-def direct_call(policy: Any) -> Callable[[Any], Any]:
-    """``policy`` in the form that is cheapest to call once per decision: an
-    object whose ``__call__`` is a Python function is called through the type
-    slot (a C detour that builds an argument tuple and a new interpreter
-    frame); its bound ``__call__`` takes the interpreter's fast path instead.
-    Plain functions and anything else are returned as they are."""
-    f = getattr(type(policy), "__call__", None)
-    if isinstance(f, types.FunctionType):
-        return f.__get__(policy)   # type: ignore[no-any-return]
-    return policy
 
 
 def _end_of_stream(sess: Session, framed: bool) -> bool:
@@ -168,20 +86,28 @@ def _end_of_stream(sess: Session, framed: bool) -> bool:
     return True
 
 
-def _describe(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}"
+def _kind(msg: Any) -> str:
+    """A message's kind as errors name it ("observation", "header", ...)."""
+    return type(msg).__name__.lower().replace("message", "")
 
 
-class PipeServer:
-    """Serve compiler sessions on a named-pipe channel, one after another.
+class SessionServer:
+    """Serve compiler sessions on one channel, one after another.
 
-    ``base``: channel path without ``.in``/``.out`` (None: a fresh private
-    folder). ``format``: "auto" (per session: bitstream or the framed
-    preamble), or one of "bitstream", "json", "protobuf". ``timeout``: bound in
-    seconds on every read and write inside a session. ``required_features``:
-    names or specs the model needs; a session without them is refused.
-    ``record_dir``: write each session's bytes to ``session-NNNN.out``/``.in``.
+    ``base``: channel path (None: a fresh private folder). ``format``:
+    "auto" (per session: bitstream or the framed preamble), or one of
+    "bitstream", "json", "protobuf". ``timeout``: bound in seconds on every
+    read and write inside a session. ``required_features``: names or specs
+    the model needs; a session without them is refused. ``record_dir``: write
+    each session's bytes to ``session-NNNN.out``/``.in``.
+
+    Adapters override :meth:`_open_channel` and, where their I/O allows,
+    :meth:`_quick_writer` and :meth:`pending_input`; ``stale_replies`` says
+    whether a late bitstream answer could reach the next session.
     """
+
+    #: A bitstream reply carries no id: can a late one reach the next session?
+    stale_replies = False
 
     def __init__(self, base: Optional[str] = None, *, format: str = "auto", timeout: Optional[float] = 10.0,
                  required_features: Optional[Iterable[Any]] = None, record_dir: Optional[str] = None,
@@ -197,14 +123,26 @@ class PipeServer:
         self.record_dir = os.fspath(record_dir) if record_dir is not None else None
         if self.record_dir is not None:
             os.makedirs(self.record_dir, exist_ok=True)
-        self.channel = self._open_channel(base)
+        self.channel: SessionChannel = self._open_channel(base)
         self.sessions_started = 0
         self._resume: Optional[Any] = None   # framed format of a header that restarted a session
         self._rec: Optional[Tuple[Any, Any]] = None
 
-    def _open_channel(self, base: Optional[str]) -> Any:
-        """The model's end of the channel (subclasses serve other transports)."""
-        return ServerChannel(base)
+    # -- what an adapter provides ------------------------------------------------
+    def _open_channel(self, base: Optional[str]) -> SessionChannel:
+        """The model's end of the channel."""
+        raise NotImplementedError
+
+    def _quick_writer(self) -> Optional[Callable[[Any], int]]:
+        """For one session: ``f(data) -> bytes written`` that never waits
+        (raising BlockingIOError or BrokenPipeError when nothing went), so a
+        reply that fits leaves in one call; None: every reply goes through
+        ``channel.write``."""
+        return None
+
+    def pending_input(self) -> bool:
+        """Whether the compiler has sent bytes not yet handled (buffered or in the channel)."""
+        return self.channel.buf.avail > 0
 
     # -- public API ------------------------------------------------------------
     @property
@@ -219,20 +157,20 @@ class PipeServer:
 
     @property
     def base(self) -> str:
-        """Channel base path: the compiler uses ``BASE.in`` and ``BASE.out``."""
+        """Channel base path (for pipes the compiler uses ``BASE.in`` and ``BASE.out``)."""
         return self.channel.base
 
-    def __enter__(self) -> "PipeServer":
+    def __enter__(self) -> "SessionServer":
         return self
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
     def close(self) -> None:
-        """Close the channel; remove the FIFOs and folder this server created."""
+        """Close the channel; remove what this server created."""
         self.channel.close()
 
-    def serve(self, policy: Policy, sessions: Optional[int] = None,
+    def serve(self, policy: ModelLike, sessions: Optional[int] = None,
               timeout: Optional[float] = None) -> List[Session]:
         """Serve sessions one after another on this channel.
 
@@ -255,12 +193,12 @@ class PipeServer:
             done.append(s)
         return done
 
-    def serve_forever(self, policy: Policy) -> None:
+    def serve_forever(self, policy: ModelLike) -> None:
         """Serve sessions until the process is stopped."""
         while True:
             self.serve_session(policy, timeout=None)
 
-    def serve_session(self, policy: Policy, timeout: Optional[float] = None, *,
+    def serve_session(self, policy: ModelLike, timeout: Optional[float] = None, *,
                       watch: Sequence[int] = (), on_abort: Optional[Callable[[], None]] = None
                       ) -> Optional[Session]:
         """Wait up to ``timeout`` for one session and serve it to its end.
@@ -383,7 +321,7 @@ class PipeServer:
         except (MLBridgeError, OSError):
             pass
 
-    def _run(self, sess: Session, policy: Policy, watch: Sequence[int],
+    def _run(self, sess: Session, policy: ModelLike, watch: Sequence[int],
              on_abort: Optional[Callable[[], None]]) -> None:
         ch = self.channel
         started = False             # on_session_start succeeded: on_session_end is owed
@@ -394,27 +332,17 @@ class PipeServer:
         self._start_record(sess)
         try:
             dec, fmt = self._start(sess)
-            # (No drain of BASE.in here: the previous compiler may still be
-            # reading its last reply. Stale bytes are drained at end of stream,
-            # and clients drain at connect and match reply ids.)
+            # (No drain of the reply direction here: the previous compiler may
+            # still be reading its last reply. Stale bytes are drained at end
+            # of stream, and clients drain at connect and match reply ids.)
             msg = self._next(dec)
             if isinstance(msg, Preamble):
                 msg = self._next(dec)
             if not isinstance(msg, Header):
-                raise ProtocolError(f"{sess.format}: expected a header, got a {type(msg).__name__.lower()}")
+                raise ProtocolError(f"{sess.format}: expected a header, got a {_kind(msg)}")
             sess.features, sess.advice = msg.features, msg.advice
-            refusal = self._refusal(sess, msg)
-            if refusal is None:
-                hook = getattr(policy, "on_session_start", None)
-                if hook is not None:
-                    try:
-                        hook(sess)
-                    except Exception as exc:
-                        refusal = _describe(exc)
-                        sess.exception = exc
+            refusal = start_session(policy, sess, self._refusal(sess, msg))
             if refusal is not None:
-                sess.refused = refusal
-                sess.clean = False
                 if not fmt.framed:
                     abort = True          # bitstream can only hang up
                     return
@@ -435,7 +363,7 @@ class PipeServer:
             # recorded in the stats. Anything else (a policy error bitstream
             # cannot report, a hook error) also goes to serve()'s caller.
             sess.clean = False
-            sess.error = _describe(exc)
+            sess.error = describe_error(exc)
             sess.exception = exc
             abort = True
             if not isinstance(exc, (ProtocolError, ChannelTimeout, PeerClosed)):
@@ -443,7 +371,7 @@ class PipeServer:
             fmt = getattr(exc, "format", None) or fmt
             if fmt is not None and fmt.framed and not isinstance(exc, PeerClosed):
                 # Framed formats can still say why before hanging up.
-                self._try_send(fmt.error(-1, _describe(exc)))
+                self._try_send(fmt.error(-1, describe_error(exc)))
         finally:
             sess.duration = time.monotonic() - sess.started
             try:
@@ -457,15 +385,8 @@ class PipeServer:
             finally:
                 self._stop_record()
                 if started:
-                    end_hook = getattr(policy, "on_session_end", None)
-                    if end_hook is not None:
-                        if raise_exc is None:
-                            end_hook(sess, bool(sess.clean))
-                        else:
-                            try:
-                                end_hook(sess, False)
-                            except Exception:
-                                pass   # the original error is the one to report
+                    # A hook error is reported unless another error already is.
+                    end_session(policy, sess, bool(sess.clean), raise_errors=raise_exc is None)
         if raise_exc is not None:
             raise raise_exc
 
@@ -483,7 +404,7 @@ class PipeServer:
                 if msg.format == "header":
                     self._resume = fmt
                 return False
-            if isinstance(msg, _ObsMsg):
+            if isinstance(msg, ObservationMessage):
                 self._send(fmt.error(msg.id, f"session refused: {refusal}"))
 
     def _asker_gone(self, sess: Session, oid: int, t_asked: float) -> bool:
@@ -491,48 +412,44 @@ class PipeServer:
         its question. A bitstream compiler writes nothing between a question
         and reading its answer, so those bytes are a new session (its header),
         written after the old one's timeout. Bitstream replies carry no id:
-        sent now, the late answer would wait in BASE.in and the new session
-        would read it as the answer to its own first question, a silent wrong
-        answer. Checked (one ioctl) only when the answer took a while, since
-        no compiler gives up within a millisecond. (An answer of zero bytes
-        is never stale: the compiler reads nothing and may go on at once.)"""
+        sent now, the late answer would wait for the new session, which would
+        read it as the answer to its own first question, a silent wrong
+        answer. Looked for in the channel (a system call) only when the
+        answer took a while, since no compiler gives up within a millisecond.
+        (An answer of zero bytes is never stale: the compiler reads nothing
+        and may go on at once.)"""
         buf = self.channel.buf
-        if buf.end == buf.start and (_monotonic() - t_asked <= _SLOW_ANSWER_S
-                                     or pending_bytes(self.channel.out_fd) == 0):
+        if buf.end == buf.start and (_monotonic() - t_asked <= _SLOW_ANSWER_S or not self.pending_input()):
             return False
         sess.clean = False
         sess.error = (f"the answer to observation {oid} came after the compiler gave up waiting "
                       "(a new session began): not sent")
         return True
 
-    def _loop(self, sess: Session, dec: Any, fmt: Any, policy: Policy) -> bool:
-        """Serve messages until the session ends. Returns True at end of stream."""
+    def _loop(self, sess: Session, dec: Any, fmt: Any, policy: ModelLike) -> bool:
+        """Serve messages until the session ends. Returns True at end of stream.
+
+        One decision path, fed two ways: the decoder's per-session reader (not
+        recording; bitstream, or a framed format with a reader) takes an
+        observation whose bytes are all buffered in one call; any other
+        message, a short buffer or an error goes through _next()."""
         framed = fmt.framed
         encode = fmt.answer_encoder(sess.advice)   # checks and layout worked out once per session
         ask = direct_call(policy)
         on_context = getattr(policy, "on_context", None)
         send = self._send
-
-        def answer_error(oid: int, exc: BaseException) -> None:   # framed formats say what went wrong
-            send(fmt.error(oid, _describe(exc)))
-            sess.errors += 1
-        # The hot path (not recording; bitstream, or a framed format with a
-        # per-session reader): an observation whose bytes are all buffered is
-        # decoded, answered and sent in a few calls; any other message, a short
-        # buffer or an error goes through _next().
+        recording = self._rec is not None
         reader = getattr(dec, "observation_reader", None)
-        fast = reader() if reader is not None and self._rec is None else None
+        fast = reader() if reader is not None and not recording else None
         ch = self.channel
         buf = ch.buf
         fill, write = ch.fill, ch.write
         deadline = self._msg_deadline
         refill = ch.refiller(deadline)   # deadline.rearm(); fill(1, deadline), in one call
-        # Named pipes: a reply that fits the pipe leaves in one os.write here
-        # (what write() would do, minus two calls); anything else goes through write().
-        pipe_fd = type(ch) is ServerChannel
-        in_fd = ch.in_fd if pipe_fd else -1   # the session's BASE.in (replaced only between sessions)
-        # Bitstream replies carry no id: a late answer must not reach the next session.
-        stale_check = pipe_fd and not framed
+        # A reply that fits leaves in one call here (what write() would do,
+        # minus a few); anything else goes through write().
+        quick = None if recording else self._quick_writer()
+        stale_check = self.stale_replies and not framed
         # The next observation's tensor bytes should land 64-byte aligned
         # (InputBuffer.home; the decoder knows its prefix). LLVM counts ids up
         # from 0: the home moves when the next id's prefix grows, i.e. when
@@ -544,6 +461,7 @@ class PipeServer:
         # bookkeeping; one that the policy did not keep is used again.
         spare: Optional[Observation] = None
         while True:
+            got = None
             if fast is not None:
                 if buf.end == buf.start and not refill():
                     return _end_of_stream(sess, framed)
@@ -557,87 +475,81 @@ class PipeServer:
                     oid, tensors, buf.start = got
                     if oid >= id_top:
                         buf.home, id_top = home_for(oid + 1)
-                    if spare is None:
-                        obs = Observation(oid, sess.context, sess, tensors)
-                    else:   # the last decision's Observation, which nobody kept: no new object
-                        obs, spare = spare, None
-                        obs.id, obs.context, obs._tensors = oid, sess.context, tensors
-                    t_late = _monotonic() + _SLOW_ANSWER_S if stale_check else 0.0
-                    try:
-                        data = encode(oid, ask(obs))
-                    except Exception as exc:
-                        if not framed:
-                            raise   # bitstream cannot say: the session ends, serve()'s caller is told
-                        del tensors, got, obs
-                        answer_error(oid, exc)
-                        continue
-                    del tensors, got   # drop views into the buffer before reading again
-                    if reference_count(obs) == 2:   # only `obs` (and the call's argument) hold it
-                        obs._tensors = obs._features = None
-                        spare = obs
-                    else:
-                        spare = None   # the policy kept it: it stays as it is
-                    del obs
-                    # _asker_gone's cheap half inline (this runs once per decision):
-                    # a quick answer and nothing buffered since the question.
-                    if (stale_check and (_monotonic() > t_late or buf.end != buf.start) and data
-                            and self._asker_gone(sess, oid, t_late - _SLOW_ANSWER_S)):
-                        return False
-                    sent = 0
-                    if pipe_fd:
-                        try:
-                            sent = _os_write(in_fd, data)
-                        except (BlockingIOError, BrokenPipeError):
-                            pass   # write() below waits, or raises PeerClosed
-                    if sent != len(data):
-                        deadline.rearm()
-                        write(data[sent:] if sent else data, deadline)
-                    sess.observations += 1
-                    continue
-            try:
-                msg = self._next(dec)
-            except _Eof:
-                return _end_of_stream(sess, framed)
-            except ProtocolError as exc:
-                if framed and exc.id is not None and isinstance(dec, FramedModelDecoder):
-                    # A well-framed but wrong observation: say so and go on.
-                    answer_error(exc.id, exc)
-                    continue
-                raise
-            if type(msg) is _ObsMsg:
-                obs = Observation(msg.id, sess.context, sess, msg.tensors)
-                t_asked = _monotonic() if stale_check else 0.0
+            if got is None:
                 try:
-                    data = encode(msg.id, ask(obs))
-                except Exception as exc:
-                    if not framed:
-                        raise   # bitstream cannot carry it: close and tell serve()'s caller
-                    answer_error(msg.id, exc)
-                    continue
-                del obs, msg   # drop views into the buffer before reading again
-                if stale_check and data and self._asker_gone(sess, sess.observations, t_asked):
-                    return False
-                send(data)
-                sess.observations += 1
-            elif isinstance(msg, Context):
-                sess.context = msg.name
-                sess.contexts += 1
-                if on_context is not None:
-                    on_context(msg.name)
-            elif isinstance(msg, End):
-                sess.clean = True
-                return False
-            elif isinstance(msg, Restart):
-                # The next session's first bytes: this one is over.
-                if msg.format == "header":
-                    self._resume = fmt
-                if framed:
-                    sess.clean = False
-                    sess.error = "a new session began before this one sent its end message"
-                else:
-                    sess.clean = True
-                return False
-            elif isinstance(msg, Outcome):
+                    msg = self._next(dec)
+                except _Eof:
+                    return _end_of_stream(sess, framed)
+                except ProtocolError as exc:
+                    if framed and exc.id is not None and isinstance(dec, FramedModelDecoder):
+                        # A well-framed but wrong observation: say so and go on.
+                        send(fmt.error(exc.id, describe_error(exc)))
+                        sess.errors += 1
+                        continue
+                    raise
+                if type(msg) is not ObservationMessage:
+                    if isinstance(msg, Context):
+                        sess.context = msg.name
+                        sess.contexts += 1
+                        if on_context is not None:
+                            on_context(msg.name)
+                        continue
+                    if isinstance(msg, End):
+                        sess.clean = True
+                        return False
+                    if isinstance(msg, Restart):
+                        # The next session's first bytes: this one is over.
+                        if msg.format == "header":
+                            self._resume = fmt
+                        if framed:
+                            sess.clean = False
+                            sess.error = "a new session began before this one sent its end message"
+                        else:
+                            sess.clean = True
+                        return False
+                    if isinstance(msg, Outcome):
+                        continue
+                    raise ProtocolError(f"{sess.format}: unexpected {_kind(msg)} message")
+                oid, tensors = msg.id, msg.tensors
+                del msg
+            # -- one decision, however it was read --
+            if spare is None:
+                obs = Observation(oid, sess.context, sess, tensors)
+            else:   # the last decision's Observation, which nobody kept: no new object
+                obs, spare = spare, None
+                obs.reuse(oid, sess.context, tensors)
+            t_late = _monotonic() + _SLOW_ANSWER_S if stale_check else 0.0
+            try:
+                data = encode(oid, ask(obs))
+            except Exception as exc:
+                if not framed:
+                    raise   # bitstream cannot say: the session ends, serve()'s caller is told
+                del tensors, got, obs
+                send(fmt.error(oid, describe_error(exc)))
+                sess.errors += 1
                 continue
+            del tensors, got   # drop views into the buffer before reading again
+            if reference_count(obs) == 2:   # only `obs` (and the call's argument) hold it
+                obs.release()
+                spare = obs
             else:
-                raise ProtocolError(f"{sess.format}: unexpected {type(msg).__name__.lower()} message")
+                spare = None   # the policy kept it: it stays as it is
+            del obs
+            # _asker_gone's cheap half inline (this runs once per decision):
+            # a quick answer and nothing buffered since the question.
+            if (stale_check and (_monotonic() > t_late or buf.end != buf.start) and data
+                    and self._asker_gone(sess, oid, t_late - _SLOW_ANSWER_S)):
+                return False
+            sent = 0
+            if quick is not None:
+                try:
+                    sent = quick(data)
+                except (BlockingIOError, BrokenPipeError):
+                    pass   # write() below waits, or raises PeerClosed
+            if sent != len(data):
+                if recording:
+                    send(data)
+                else:
+                    deadline.rearm()
+                    write(data[sent:] if sent else data, deadline)
+            sess.observations += 1
