@@ -37,7 +37,8 @@ import mlbridge
 base, n, mode = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 F = [mlbridge.TensorSpec("x", "int64_t", [1]), mlbridge.TensorSpec("y", "float", [2])]
 A = [mlbridge.TensorSpec("decision", "int64_t", [1])]
-with mlbridge.PipeClient(base, F, A, format=sys.argv[5], timeout=20) as c:
+Client = mlbridge.ShmClient if sys.argv[6] == "shm" else mlbridge.PipeClient
+with Client(base, F, A, format=sys.argv[5], timeout=20) as c:
     for i in range(n):
         if i == 2 and mode == "die":
             sys.stdout.flush()
@@ -48,8 +49,8 @@ with mlbridge.PipeClient(base, F, A, format=sys.argv[5], timeout=20) as c:
 """
 
 
-def fake(n: int = 4, mode: str = "ok", fmt: str = "bitstream"):
-    return [sys.executable, "-c", FAKE, "{base}", str(n), mode, PYDIR, fmt]
+def fake(n: int = 4, mode: str = "ok", fmt: str = "bitstream", transport: str = "pipe"):
+    return [sys.executable, "-c", FAKE, "{base}", str(n), mode, PYDIR, fmt, transport]
 
 
 def answers(ep) -> float:
@@ -109,6 +110,30 @@ def test_episode_is_one_compilation_and_actions_reach_the_compiler(fmt):
         assert (steps, total, term) == (4, 0.0, True)
     finally:
         env.close()
+
+
+@pytest.mark.parametrize("mode", ["ok", "die"])
+def test_episodes_over_shared_memory(mode):
+    """The environment serves on any SessionServer: here shared memory, with
+    the compiler on ShmClient; a compiler that dies still truncates."""
+    env = CompilerEnv(fake(4, mode=mode, transport="shm"), reward_fn=answers, transport="shm", step_timeout=10.0)
+    try:
+        assert type(env._backend.server).__name__ == "ShmServer"
+        steps, total, term, trunc, info = play(env, lambda o: 1)
+        if mode == "ok":
+            assert (steps, total, term, trunc) == (4, 4.0, True, False)
+            assert info["decisions"] == 4
+        else:
+            assert trunc and not term and steps == 2 and "exited with 3" in info["error"]
+        steps, total, term, _, _ = play(env, lambda o: 0)   # the next compilation, same channel
+        assert term or mode == "die"
+    finally:
+        env.close()
+
+
+def test_unknown_transport_is_refused():
+    with pytest.raises(ValueError, match="unknown transport 'tcp'"):
+        CompilerEnv(fake(1), transport="tcp")
 
 
 def test_check_env_passes():

@@ -8,6 +8,7 @@ import signal
 import sys
 from typing import Any
 
+from ..transport import TRANSPORTS
 from .errors import UsageError, load_callable
 
 
@@ -16,7 +17,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--policy", required=True, help="module:function (or module:ModelClass)")
     s.add_argument("--base", default=None, help="channel base (default: a fresh private folder)")
     s.add_argument("--format", default="auto", choices=["auto", "bitstream", "json", "protobuf"])
-    s.add_argument("--transport", default="pipe", choices=["pipe", "shm"],
+    s.add_argument("--transport", default="pipe", choices=TRANSPORTS,
                    help="named pipes (BASE.in/BASE.out) or shared memory (BASE.shm, docs/shm.md)")
     s.add_argument("--spin-us", type=float, default=50.0, help="shm: busy-wait budget per wait (0: never spin)")
     s.add_argument("--timeout", type=float, default=10.0, help="per-message timeout in a session")
@@ -31,7 +32,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def serve(args: argparse.Namespace) -> int:
-    from ..transport.pipe_server import PipeServer
+    from ..transport import open_server
     sys.path.insert(0, ".")
     policy: Any = load_callable(args.policy, "--policy")
     if isinstance(policy, type):
@@ -40,12 +41,7 @@ def serve(args: argparse.Namespace) -> int:
         raise UsageError(f"--policy {args.policy} is not callable")
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     kw = dict(format=args.format, timeout=args.timeout, record_dir=args.record)
-    if args.transport == "shm":
-        from ..transport.shm import ShmServer
-        server: PipeServer = ShmServer(args.base, spin_us=args.spin_us, **kw)
-    else:
-        server = PipeServer(args.base, **kw)
-    with server as srv:
+    with open_server(args.transport, args.base, spin_us=args.spin_us, **kw) as srv:
         print(json.dumps({"event": "ready", "base": srv.base}), flush=True)
         served = 0
         while args.sessions is None or served < args.sessions:

@@ -23,8 +23,8 @@ from typing import Any, Dict, List, Optional, Tuple
 import numpy as np
 
 from ..core.session import Model, Observation, Session
-from ..transport.pipe_server import PipeServer
-from ..transport.shm import DEFAULT_SPIN_US, ShmServer
+from ..transport import TRANSPORTS, open_server
+from ..transport.shm import DEFAULT_SPIN_US
 
 __all__ = ["FcModel", "ConstModel", "EchoModel", "main"]
 
@@ -113,7 +113,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--base", required=True,
                     help="channel base path (BASE.in / BASE.out are created; shm: BASE.shm)")
-    ap.add_argument("--transport", choices=["pipe", "shm"], default="pipe",
+    ap.add_argument("--transport", choices=TRANSPORTS, default="pipe",
                     help="named pipes, or the shared-memory channel (docs/shm.md)")
     ap.add_argument("--spin-us", type=float, default=DEFAULT_SPIN_US,
                     help="shm: busy-wait budget per wait before sleeping (0: never spin)")
@@ -136,10 +136,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     signal.signal(signal.SIGTERM, _stop)
     sessions = decisions = failures = 0
     try:
-        if args.transport == "shm":
-            server: PipeServer = ShmServer(args.base, format=args.format, timeout=args.timeout, spin_us=args.spin_us)
-        else:
-            server = PipeServer(args.base, format=args.format, timeout=args.timeout)
+        server = open_server(args.transport, args.base, format=args.format, timeout=args.timeout,
+                             spin_us=args.spin_us)
         with server as srv:
             print(json.dumps({"event": "ready", "base": srv.base}), flush=True)
             while True:

@@ -4,7 +4,8 @@ A compiler session is callback-driven (the compiler asks, the model answers);
 Gymnasium is step-driven (the agent calls ``reset``/``step``). ``CompilerEnv``
 bridges the two. One episode is one compilation:
 
-* **pipes**: the compiler (e.g. stock ``opt-19``) runs as a child process
+* **a local channel** (named pipes, or shared memory with ``transport="shm"``):
+  the compiler (e.g. stock ``opt-19``) runs as a child process
   under :func:`mlbridge.run_compiler`; its session is served in a background
   thread whose policy hands each observation to ``step()`` through a bounded
   queue and waits for the action on another. Every wait has a timeout; a
@@ -39,7 +40,8 @@ import numpy as np
 from gymnasium import spaces
 
 from ..core.session import Model, Observation, Session
-from ..transport.pipe_server import PipeServer
+from ..transport import open_server
+from ..transport.session_server import SessionServer
 from ..core.spec import TensorSpec
 from ..transport.supervise import CompileResult, run_compiler
 from ..core.values import coerce
@@ -113,11 +115,11 @@ _CANCEL = object()
 Event = Tuple[str, Any, Any]
 
 
-class _PipeEpisode(Model):
+class _StreamEpisode(Model):
     """One compiler run served in a background thread; hands observations out
     through a bounded queue and waits (bounded) for each action."""
 
-    def __init__(self, cmd: Sequence[str], server: PipeServer, timeout: float, env: Optional[Dict[str, str]],
+    def __init__(self, cmd: Sequence[str], server: SessionServer, timeout: float, env: Optional[Dict[str, str]],
                  probe: bool = False) -> None:
         self.cmd = [str(a) for a in cmd]
         self.deadline = time.monotonic() + timeout
@@ -133,7 +135,7 @@ class _PipeEpisode(Model):
         self.thread.start()
 
     # -- compiler side (background thread) --
-    def _run(self, server: PipeServer, timeout: float, env: Optional[Dict[str, str]]) -> None:
+    def _run(self, server: SessionServer, timeout: float, env: Optional[Dict[str, str]]) -> None:
         try:
             self.result = run_compiler(self.cmd, self, server=server, timeout=timeout, env=env)
             self._post(("end", None, None))
@@ -188,21 +190,22 @@ class _PipeEpisode(Model):
         self.thread.join(join)
 
 
-class _PipeBackend:
+class _StreamBackend:
     def __init__(self, command: CommandFn, timeout: float, step_timeout: float,
-                 env: Optional[Dict[str, str]]) -> None:
+                 env: Optional[Dict[str, str]], transport: str = "pipe") -> None:
         self.command = command
         self.timeout = timeout
         self.step_timeout = step_timeout
         self.env = env
-        self.server = PipeServer(format="auto", timeout=step_timeout)
-        self.episode: Optional[_PipeEpisode] = None
+        self.transport = transport
+        self.server = open_server(transport, format="auto", timeout=step_timeout)
+        self.episode: Optional[_StreamEpisode] = None
         self.extra: Dict[str, Any] = {}
-        self._abandoned: List[Tuple[threading.Thread, PipeServer]] = []
+        self._abandoned: List[Tuple[threading.Thread, SessionServer]] = []
 
     def probe(self, rng: np.random.Generator) -> Tuple[Tuple[TensorSpec, ...], Tuple[TensorSpec, ...]]:
         cmd, _ = self.command(0, {}, rng)
-        ep = _PipeEpisode(cmd, self.server, self.step_timeout, self.env, probe=True)
+        ep = _StreamEpisode(cmd, self.server, self.step_timeout, self.env, probe=True)
         kind, payload, _ = ep.next_event(self.step_timeout)
         ep.cancel()
         if kind != "header":
@@ -215,7 +218,7 @@ class _PipeBackend:
     def start(self, episode: int, options: Dict[str, Any], rng: np.random.Generator) -> Event:
         self.abort()
         cmd, self.extra = self.command(episode, options, rng)
-        self.episode = _PipeEpisode(cmd, self.server, self.timeout, self.env)
+        self.episode = _StreamEpisode(cmd, self.server, self.timeout, self.env)
         return self.episode.next_event(self.step_timeout)
 
     def act(self, advice: Any) -> Event:
@@ -248,7 +251,7 @@ class _PipeBackend:
             # Still inside a channel read (bounded by step_timeout): leave that
             # server to it and serve the next episode on a fresh channel.
             self._abandoned.append((ep.thread, self.server))
-            self.server = PipeServer(format="auto", timeout=self.step_timeout)
+            self.server = open_server(self.transport, format="auto", timeout=self.step_timeout)
 
     def close(self) -> None:
         self.abort()
@@ -356,7 +359,8 @@ class _GrpcBackend:
 class CompilerEnv(gymnasium.Env):
     """A Gymnasium environment whose episode is one compilation.
 
-    Pipes: ``command`` is an argv list (``{base}`` is the channel) or a
+    A local channel: ``command`` is an argv list (``{base}`` is the channel;
+    ``transport`` "pipe" or "shm" says which kind) or a
     factory ``command(episode, options, rng) -> (argv, extra)`` (e.g. to pick
     a source file per episode; ``extra`` reaches the reward callback). gRPC:
     ``target="host:port"`` of a compiler serving ``EnvironmentService``
@@ -379,7 +383,8 @@ class CompilerEnv(gymnasium.Env):
                  features: Optional[Sequence[Any]] = None, advice: Optional[Sequence[Any]] = None,
                  reward_fn: Optional[RewardFn] = None, discrete: Optional[int] = 2,
                  step_timeout: float = 30.0, episode_timeout: float = 300.0, failure_reward: float = 0.0,
-                 env: Optional[Dict[str, str]] = None, fetch_outcome: bool = False, **grpc_kw: Any) -> None:
+                 env: Optional[Dict[str, str]] = None, fetch_outcome: bool = False, transport: str = "pipe",
+                 **grpc_kw: Any) -> None:
         super().__init__()
         if (command is None) == (target is None):
             raise ValueError("CompilerEnv needs exactly one of command (pipes) or target (gRPC)")
@@ -388,7 +393,7 @@ class CompilerEnv(gymnasium.Env):
         self._backend: Any
         if command is not None:
             fn = command if callable(command) else (lambda _e, _o, _r, _c=list(command): (_c, {}))
-            self._backend = _PipeBackend(fn, episode_timeout, step_timeout, env)
+            self._backend = _StreamBackend(fn, episode_timeout, step_timeout, env, transport)
         else:
             self._backend = _GrpcBackend(target, step_timeout, fetch_outcome, **grpc_kw)
         try:

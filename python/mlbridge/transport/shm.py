@@ -515,6 +515,11 @@ class ShmServerChannel:
                 return "watch"
             return "timeout"
 
+    def pending(self) -> int:
+        """Request bytes buffered or waiting in the ring."""
+        e = self._end
+        return self.buf.avail + (e.available() if e is not None and self._active else 0)
+
     def reopen_out(self) -> None:
         """After the end of a session: forget it (the next compiler claims anew)."""
         self._finish_session()
@@ -580,6 +585,9 @@ class ShmServer(SessionServer):
     def path(self) -> str:
         """The region file ``BASE.shm``."""
         return self.channel.path
+
+    def pending_input(self) -> bool:
+        return self.channel.pending() > 0
 
 
 # ---------------------------------------------------------------------------
