@@ -114,7 +114,7 @@ def pipe_stages(fmt_name: str, args: argparse.Namespace) -> Dict[str, Any]:
 
 def grpc_stages(args: argparse.Namespace) -> Dict[str, Any]:
     from mlbridge._proto import service_pb2 as spb
-    from mlbridge.formats.protobuf import _fill_spec, _fill_tensor
+    from mlbridge.formats.protobuf import fill_spec_proto, fill_tensor_proto
     from mlbridge.rpc.model_server import GrpcServer
     from mlbridge.core.messages import PROTOCOL_VERSION
 
@@ -123,14 +123,14 @@ def grpc_stages(args: argparse.Namespace) -> Dict[str, Any]:
     open_req = spb.OpenSessionRequest()
     open_req.header.version = PROTOCOL_VERSION
     for s in feats:
-        _fill_spec(open_req.header.features.add(), s)
+        fill_spec_proto(open_req.header.features.add(), s)
     for s in adv:
-        _fill_spec(open_req.header.advice.add(), s)
+        fill_spec_proto(open_req.header.advice.add(), s)
     sid = server._open(open_req, None).session
     req = spb.EvaluateRequest(session=sid)
     req.observation.id = 1
     for s, a in zip(feats, arrays):
-        _fill_tensor(req.observation.tensors.add(), s, a)
+        fill_tensor_proto(req.observation.tensors.add(), s, a)
     raw = req.SerializeToString()
     parsed = spb.EvaluateRequest.FromString(raw)
     lv = server._live[sid]

@@ -20,14 +20,14 @@ from .record import RecordLayout
 __all__ = ["ProtobufFormat", "pb"]
 
 
-def _fill_spec(out: Any, spec: TensorSpec) -> None:
+def fill_spec_proto(out: Any, spec: TensorSpec) -> None:
     out.name = spec.name
     out.dtype = spec.type.proto
     out.shape.extend(spec.shape)
     out.port = spec.port
 
 
-def _fill_tensor(out: Any, spec: TensorSpec, arr: np.ndarray) -> None:
+def fill_tensor_proto(out: Any, spec: TensorSpec, arr: np.ndarray) -> None:
     out.name = spec.name
     out.dtype = spec.type.proto
     out.shape.extend(spec.shape)
@@ -38,7 +38,7 @@ def _fill_tensor(out: Any, spec: TensorSpec, arr: np.ndarray) -> None:
         out.data = np.ascontiguousarray(arr, dtype=spec.np_dtype).tobytes()
 
 
-def _spec(t: Any, what: str) -> TensorSpec:
+def spec_from_proto(t: Any, what: str) -> TensorSpec:
     try:
         row = _dt.from_proto(t.dtype)
         # TensorSpec refuses a shape no numpy array can hold (8 bytes a string).
@@ -50,7 +50,7 @@ def _spec(t: Any, what: str) -> TensorSpec:
 _BY_PROTO = {row.proto: row for row in _dt.DTYPES.values()}
 
 
-def _tensor(t: Any, where: str) -> NamedTensor:
+def tensor_from_proto(t: Any, where: str) -> NamedTensor:
     # Each field access on a upb message costs: read every field once.
     name = t.name
     row = _BY_PROTO.get(t.dtype)
@@ -91,7 +91,7 @@ def _tensor(t: Any, where: str) -> NamedTensor:
 
 
 def _tensors(items: Any, where: str) -> List[NamedTensor]:
-    return [_tensor(t, where) for t in items]
+    return [tensor_from_proto(t, where) for t in items]
 
 
 class ProtobufFormat(FramedFormat):
@@ -105,9 +105,9 @@ class ProtobufFormat(FramedFormat):
         h = msg.header
         h.version = PROTOCOL_VERSION
         for s in features:
-            _fill_spec(h.features.add(), s)
+            fill_spec_proto(h.features.add(), s)
         for s in advice:
-            _fill_spec(h.advice.add(), s)
+            fill_spec_proto(h.advice.add(), s)
         return msg.SerializeToString()
 
     def context_payload(self, name: str) -> bytes:
@@ -122,7 +122,7 @@ class ProtobufFormat(FramedFormat):
         o.SetInParent()
         o.id = int(id)
         for s, a in zip(features, arrays):
-            _fill_tensor(o.tensors.add(), s, a)
+            fill_tensor_proto(o.tensors.add(), s, a)
         return msg.SerializeToString()
 
     def end_payload(self) -> bytes:
@@ -136,7 +136,7 @@ class ProtobufFormat(FramedFormat):
         r.SetInParent()
         r.id = int(id)
         for s, a in zip(advice, arrays):
-            _fill_tensor(r.tensors.add(), s, a)
+            fill_tensor_proto(r.tensors.add(), s, a)
         return msg.SerializeToString()
 
     def error_payload(self, id: int, message: str) -> bytes:
@@ -158,15 +158,15 @@ class ProtobufFormat(FramedFormat):
         raw_of = BitstreamFormat().answer_encoder(advice)
         spec = advice[0]
         t = pb.Tensor()
-        _fill_tensor(t, spec, np.zeros(spec.shape, spec.np_dtype))
+        fill_tensor_proto(t, spec, np.zeros(spec.shape, spec.np_dtype))
         tensor = t.SerializeToString()
-        head = b"\x12" + _varint(len(tensor)) + tensor[:len(tensor) - spec.nbytes]   # data is the last field
+        head = b"\x12" + encode_varint(len(tensor)) + tensor[:len(tensor) - spec.nbytes]   # data is the last field
 
         def encode(id: int, value: Any) -> bytes:
             body = head + raw_of(id, value)
             if id:   # proto3 leaves out a zero id
-                body = b"\x08" + _varint(id) + body
-            msg = b"\x22" + _varint(len(body)) + body   # Message.reply
+                body = b"\x08" + encode_varint(id) + body
+            msg = b"\x22" + encode_varint(len(body)) + body   # Message.reply
             return len(msg).to_bytes(4, "little") + msg
         return encode
 
@@ -198,8 +198,8 @@ class ProtobufFormat(FramedFormat):
             return Context(msg.context.name)
         if kind == "header":
             h = msg.header
-            feats = tuple(_spec(s, "feature") for s in h.features)
-            adv = tuple(_spec(s, "advice") for s in h.advice)
+            feats = tuple(spec_from_proto(s, "feature") for s in h.features)
+            adv = tuple(spec_from_proto(s, "advice") for s in h.advice)
             check_unique(feats, "feature", ProtocolError)
             check_unique(adv, "advice", ProtocolError)
             return Header(feats, adv, h.version)
@@ -208,7 +208,7 @@ class ProtobufFormat(FramedFormat):
         raise ProtocolError("protobuf: message has no kind set (empty or from a newer protocol)")
 
 
-def _varint(value: int) -> bytes:
+def encode_varint(value: int) -> bytes:
     if 0 <= value < 0x80:
         return bytes((value,))
     out = bytearray()
@@ -274,8 +274,8 @@ class _ObservationTemplate(ObservationReader):
         for s in feats:
             t = pb.Tensor(name=s.name, dtype=s.type.proto, shape=s.shape)
             # data (field 4) is written last, and not at all when empty (proto3)
-            head = t.SerializeToString() + (b"\x22" + _varint(s.nbytes) if s.nbytes else b"")
-            head = b"\x12" + _varint(len(head) + s.nbytes) + head
+            head = t.SerializeToString() + (b"\x22" + encode_varint(s.nbytes) if s.nbytes else b"")
+            head = b"\x12" + encode_varint(len(head) + s.nbytes) + head
             if runs and runs[-1][1] == at:   # after an empty tensor: one run
                 a, _, b = runs.pop()
                 runs.append((a, at + len(head), b + head))
@@ -287,7 +287,7 @@ class _ObservationTemplate(ObservationReader):
         if total <= 1 << 16:   # the library's serializer writes the same bytes
             check = pb.Observation()
             for s in feats:
-                _fill_tensor(check.tensors.add(), s, np.zeros(s.shape, s.np_dtype))
+                fill_tensor_proto(check.tensors.add(), s, np.zeros(s.shape, s.np_dtype))
             mine = bytearray(at)
             for a, b, run in runs:
                 mine[a:b] = run
@@ -305,10 +305,10 @@ class _ObservationTemplate(ObservationReader):
         observation ``next_id``, and the last id with the same count (the
         id's varint length decides it; id 0 is not written)."""
         if next_id <= 0:
-            return 1 + len(_varint(self.size)) + self.first_data, 0
-        id_bytes = 1 + len(_varint(next_id))
+            return 1 + len(encode_varint(self.size)) + self.first_data, 0
+        id_bytes = 1 + len(encode_varint(next_id))
         last = (1 << (7 * (id_bytes - 1))) - 1
-        return 1 + len(_varint(id_bytes + self.size)) + id_bytes + self.first_data, last
+        return 1 + len(encode_varint(id_bytes + self.size)) + id_bytes + self.first_data, last
 
     def read(self, payload: Any) -> Optional[Tuple[int, Any]]:
         """``(id, FeatureView)`` for a canonical observation of the features, else None.

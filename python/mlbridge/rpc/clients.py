@@ -25,7 +25,7 @@ from .common import ClientTLS, RetryPolicy
 from .._proto import service_pb2 as spb
 from ..core.errors import MLBridgeError, ProtocolError, RemoteError, SpecMismatch
 from ..formats.base import DEFAULT_MAX_MESSAGE
-from ..formats.protobuf import _fill_spec, _fill_tensor, _spec, _tensor
+from ..formats.protobuf import fill_spec_proto, fill_tensor_proto, spec_from_proto, tensor_from_proto
 from ..core.messages import PROTOCOL_VERSION
 from ..core.spec import TensorSpec
 from ..core.values import coerce, coerce_all
@@ -117,9 +117,9 @@ class ModelClient:
         req = spb.OpenSessionRequest(client=self.client)
         req.header.version = version
         for s in self.features:
-            _fill_spec(req.header.features.add(), s)
+            fill_spec_proto(req.header.features.add(), s)
         for s in self.advice:
-            _fill_spec(req.header.advice.add(), s)
+            fill_spec_proto(req.header.advice.add(), s)
         rep = self._rpc.call("OpenSession", self._open, req)
         if rep.version != PROTOCOL_VERSION:
             raise SpecMismatch(f"schema version mismatch: the model server speaks mlbridge protocol "
@@ -146,7 +146,7 @@ class ModelClient:
         req.observation.id = oid
         req.observation.SetInParent()
         for s, a in zip(self.features, arrays):
-            _fill_tensor(req.observation.tensors.add(), s, a)
+            fill_tensor_proto(req.observation.tensors.add(), s, a)
         rep = self._rpc.call("Evaluate", self._eval, req).reply
         self._context = None
         if rep.error:
@@ -157,7 +157,7 @@ class ModelClient:
             raise SpecMismatch(f"{len(rep.tensors)} advice tensors, expected {len(self.advice)}")
         out = []
         for t, s in zip(rep.tensors, self.advice):
-            name, arr = _tensor(t, f"reply {oid}")
+            name, arr = tensor_from_proto(t, f"reply {oid}")
             if name != s.name or arr.dtype != s.np_dtype or arr.shape != s.shape:
                 raise SpecMismatch(f"advice {name!r} {arr.dtype} {list(arr.shape)} does not match {s}")
             out.append(arr)
@@ -249,8 +249,8 @@ class EnvironmentClient:
         info = self._sessions.get(session)
         if info is None:
             rep = self._rpc.call("GetSession", self._get_session, spb.GetSessionRequest(session=session))
-            info = SessionInfo(rep.session, tuple(_spec(s, "feature") for s in rep.header.features),
-                               tuple(_spec(s, "advice") for s in rep.header.advice), rep.name)
+            info = SessionInfo(rep.session, tuple(spec_from_proto(s, "feature") for s in rep.header.features),
+                               tuple(spec_from_proto(s, "advice") for s in rep.header.advice), rep.name)
             self._sessions[session] = info
         return info
 
@@ -261,7 +261,7 @@ class EnvironmentClient:
         if rep.session_ended:
             return Step(rep.session, -1, rep.context, {}, info, ended=True)
         o = rep.observation
-        feats = dict(_tensor(t, f"observation {o.id}") for t in o.tensors)
+        feats = dict(tensor_from_proto(t, f"observation {o.id}") for t in o.tensors)
         return Step(rep.session, o.id, rep.context, feats, info)
 
     def next(self, session: int = 0, timeout: Optional[float] = None) -> Optional[Step]:
@@ -293,7 +293,7 @@ class EnvironmentClient:
         else:
             specs = (step.info or self.session(step.session)).advice
             for s, a in zip(specs, coerce_all(advice, specs, "advice")):
-                _fill_tensor(req.action.tensors.add(), s, a)
+                fill_tensor_proto(req.action.tensors.add(), s, a)
         return req
 
     def act(self, step: Step, advice: Any = None, *, error: Optional[str] = None) -> None:
@@ -328,7 +328,7 @@ class EnvironmentClient:
             return None
         out: Dict[str, np.ndarray] = {}
         for t in rep.outcome:
-            name, arr = _tensor(t, f"outcome of session {session}")
+            name, arr = tensor_from_proto(t, f"outcome of session {session}")
             if name in out:
                 raise ProtocolError(f"outcome of session {session}: tensor {name!r} twice")
             out[name] = arr

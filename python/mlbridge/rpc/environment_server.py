@@ -104,7 +104,7 @@ class EnvironmentServer(ServerLifecycle):
 
     def _get_session(self, req: Any, context: Any) -> Any:
         import grpc
-        from ..formats.protobuf import _fill_spec
+        from ..formats.protobuf import fill_spec_proto
         from ..core.messages import PROTOCOL_VERSION
         self._auth(context)
         with self._lock:
@@ -114,9 +114,9 @@ class EnvironmentServer(ServerLifecycle):
                                             ended=req.session in self._ended)
         rep.header.version = PROTOCOL_VERSION
         for s in self.env.features:
-            _fill_spec(rep.header.features.add(), s)
+            fill_spec_proto(rep.header.features.add(), s)
         for s in self.env.advice:
-            _fill_spec(rep.header.advice.add(), s)
+            fill_spec_proto(rep.header.advice.add(), s)
         return rep
 
     def _new_episode(self) -> None:
@@ -131,7 +131,7 @@ class EnvironmentServer(ServerLifecycle):
 
     def _get_observation(self, req: Any, context: Any) -> Any:
         import grpc
-        from ..formats.protobuf import _fill_tensor
+        from ..formats.protobuf import fill_tensor_proto
         self._auth(context)
         with self._lock:
             if req.session not in (0, self._sid):
@@ -149,7 +149,7 @@ class EnvironmentServer(ServerLifecycle):
             rep = self._spb.GetObservationReply(session=self._sid, context=ctx)
             rep.observation.id = oid
             for s in self.env.features:
-                _fill_tensor(rep.observation.tensors.add(), s, obs[s.name])
+                fill_tensor_proto(rep.observation.tensors.add(), s, obs[s.name])
             return rep
 
     def _finish(self, reward: float, info: Dict[str, Any]) -> None:
@@ -169,7 +169,7 @@ class EnvironmentServer(ServerLifecycle):
 
     def _send_action(self, req: Any, context: Any) -> Any:
         import grpc
-        from ..formats.protobuf import _tensor
+        from ..formats.protobuf import tensor_from_proto
         self._auth(context)
         with self._lock:
             if req.session != self._sid or not self._live or self._pending[0] != "obs":
@@ -182,7 +182,7 @@ class EnvironmentServer(ServerLifecycle):
                 self._finish(float("nan"), {"cancelled": 1})
                 return self._spb.SendActionReply()
             try:
-                tensors = dict(_tensor(t, f"action {req.action.id}") for t in req.action.tensors)
+                tensors = dict(tensor_from_proto(t, f"action {req.action.id}") for t in req.action.tensors)
                 spec = self.env.advice[0]
                 advice = tensors[spec.name]
                 if advice.dtype != spec.np_dtype or advice.shape != spec.shape:
@@ -216,7 +216,7 @@ class EnvironmentServer(ServerLifecycle):
         ready while it runs (after waiting up to ``wait_ms``); NOT_FOUND for
         an unknown session or a dropped outcome."""
         import grpc
-        from ..formats.protobuf import _fill_tensor
+        from ..formats.protobuf import fill_tensor_proto
         from ..core.spec import TensorSpec
         self._auth(context)
         wait = min(req.wait_ms / 1000.0, self.max_wait)
@@ -241,7 +241,7 @@ class EnvironmentServer(ServerLifecycle):
                 self._reported.wait(min(left, 0.1))   # wake to notice a cancelled call
         rep = self._spb.GetOutcomeReply(session=req.session, ready=True, session_ended=True)
         for k, v in out.items():
-            _fill_tensor(rep.outcome.add(), TensorSpec(k, "double", [1]), v)
+            fill_tensor_proto(rep.outcome.add(), TensorSpec(k, "double", [1]), v)
         return rep
 
     def _shutdown(self, req: Any, context: Any) -> Any:

@@ -30,7 +30,7 @@ from .common import ClientTLS, RetryPolicy, ServerTLS
 from .._proto import service_pb2 as spb
 from ..core.errors import MLBridgeError, ProtocolError
 from ..formats.base import DEFAULT_MAX_MESSAGE
-from ..formats.protobuf import ProtobufFormat, _spec, _tensor, _varint
+from ..formats.protobuf import ProtobufFormat, encode_varint, spec_from_proto, tensor_from_proto
 from ..core.messages import PROTOCOL_VERSION
 from ..core.session import ModelLike, Observation, Session, describe_error, end_session, start_session
 from ..core.spec import TensorSpec, check_unique, required_features_problem
@@ -77,7 +77,7 @@ class _LazyTensors(Mapping):
     def __getitem__(self, name: str) -> Any:
         arr = self._cache.get(name)
         if arr is None:
-            tname, arr = _tensor(self._items[self._index[name]], self._where)
+            tname, arr = tensor_from_proto(self._items[self._index[name]], self._where)
             if tname != name:
                 raise ProtocolError(f"{self._where}: tensor {tname!r} where the header has {name!r}")
             self._cache[name] = arr
@@ -226,8 +226,8 @@ class GrpcServer(ServerLifecycle):
                           f"schema version mismatch: the compiler speaks mlbridge protocol {h.version}, "
                           f"this model server speaks {PROTOCOL_VERSION}")
         try:
-            feats = tuple(_spec(s, "feature") for s in h.features)
-            adv = tuple(_spec(s, "advice") for s in h.advice)
+            feats = tuple(spec_from_proto(s, "feature") for s in h.features)
+            adv = tuple(spec_from_proto(s, "advice") for s in h.advice)
             check_unique(feats, "feature", ProtocolError)
             check_unique(adv, "advice", ProtocolError)
         except ProtocolError as exc:
@@ -331,7 +331,7 @@ class GrpcServer(ServerLifecycle):
             return None
         read_at = reader.read_at
         encode = _FMT.answer_encoder(sess.advice)   # framed: the payload is [4:]
-        prefix = b"\x08" + _varint(sid)
+        prefix = b"\x08" + encode_varint(sid)
         start = len(prefix)
         live, monotonic = self._live, time.monotonic
 
