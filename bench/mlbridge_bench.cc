@@ -295,7 +295,7 @@ StatusOr<std::unique_ptr<ModelRunner>> connectRunner(const Options& o, const std
 Stats remoteRun(const Options& o, int peerCpu, Status* error, CpuCost* cpu) {
   // The shm region is best on tmpfs: on a disk file system its pages would be written back.
   Channel ch(o.runner == "shm" && access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "");
-  std::vector<std::string> args = {o.python, "-m", "mlbridge.bench_model", "--base", ch.base, "--model",
+  std::vector<std::string> args = {o.python, "-m", "mlbridge.testing.bench_model", "--base", ch.base, "--model",
                                    o.mode == "rtt" ? "fc" : "const", "--format", "auto"};
   if (o.runner == "shm") {
     for (const char* a : {"--transport", "shm", "--spin-us"}) args.push_back(a);

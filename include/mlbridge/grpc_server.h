@@ -1,6 +1,6 @@
 // GrpcTrainingServer: the training direction. The compiler process serves
 // mlbridge.v1.EnvironmentService (proto/mlbridge/v1/service.proto); a Python
-// trainer (mlbridge.grpc_client.EnvironmentClient) drives it: it takes the
+// trainer (mlbridge.EnvironmentClient) drives it: it takes the
 // next observation, sends an action, and may end an episode.
 //
 // A compiler pass uses it through a ModelRunner, exactly as in inference:

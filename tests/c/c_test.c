@@ -262,7 +262,7 @@ pid_t mlbt_python_start(const char* const* args, char* ready_line, size_t capaci
 }
 
 pid_t mlbt_python_model_start(const char* base, const char* model) {
-  const char* args[] = {"mlbridge.bench_model", "--base", NULL, "--model", NULL, "--format", "auto",
+  const char* args[] = {"mlbridge.testing.bench_model", "--base", NULL, "--model", NULL, "--format", "auto",
                         "--idle-timeout", "120", NULL};
   args[2] = base;
   args[4] = model;

@@ -144,7 +144,7 @@ typedef enum {
    child opens the FIFOs (which must exist) as the protocol says. */
 pid_t mlbt_fake_model_start(const char* base, mlbt_fake_mode mode, size_t in_bytes, size_t out_bytes);
 
-/* The Python model server (python -m mlbridge.bench_model --model MODEL
+/* The Python model server (python -m mlbridge.testing.bench_model --model MODEL
    --format auto): started and waited for until it prints its ready line.
    -1 if it cannot start (the reason is printed). The interpreter is
    $MLBRIDGE_TEST_PYTHON, else python3. */

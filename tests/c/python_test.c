@@ -1,5 +1,5 @@
 /* Real round trips through the pipe runner in all three formats, against the
- * Python model server (python -m mlbridge.bench_model --model echo: the advice
+ * Python model server (python -m mlbridge.testing.bench_model --model echo: the advice
  * is the first feature's values, cast to the advice dtype): every dtype, scalar
  * and array, strings where the format carries them, and a model killed in the
  * middle of a session. */

@@ -1,5 +1,5 @@
 /* The runner kind "shm" through the C API, against the Python model server
- * on the shared-memory channel (python -m mlbridge.bench_model --transport
+ * on the shared-memory channel (python -m mlbridge.testing.bench_model --transport
  * shm --model echo): round trips in all three formats, options checking, a
  * model that never comes, and a model killed in the middle of a session. */
 #include "c_test.h"
@@ -14,7 +14,7 @@ typedef struct {
 } server;
 
 static int start_server(server* s) {
-  const char* args[] = {"mlbridge.bench_model", "--base", NULL, "--model", "echo", "--format", "auto",
+  const char* args[] = {"mlbridge.testing.bench_model", "--base", NULL, "--model", "echo", "--format", "auto",
                         "--transport", "shm", "--idle-timeout", "120", NULL};
   memset(s, 0, sizeof *s);
   if (!mlbt_channel_new(&s->dir, &s->base)) return 0;

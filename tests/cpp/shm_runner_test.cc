@@ -476,7 +476,7 @@ TEST(ShmRunner, PythonModelInEveryFormat) {
   if (child == 0) {
     std::string path = std::string(MLBRIDGE_SOURCE_DIR) + "/python";
     setenv("PYTHONPATH", path.c_str(), 1);
-    execlp("python3", "python3", "-m", "mlbridge.bench_model", "--base", d.base.c_str(), "--model", "echo",
+    execlp("python3", "python3", "-m", "mlbridge.testing.bench_model", "--base", d.base.c_str(), "--model", "echo",
            "--transport", "shm", "--idle-timeout", "60", static_cast<char*>(nullptr));
     _exit(127);
   }

@@ -1,4 +1,4 @@
-// The gRPC runner against the Python model server (python -m mlbridge.grpc_server)
+// The gRPC runner against the Python model server (python -m mlbridge.rpc.model_server)
 // and against fake C++ servers: results, failure behaviour, security.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
