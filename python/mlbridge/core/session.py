@@ -27,6 +27,9 @@ class Observation:
     ``tensors`` is a mapping name -> array, or (the bitstream hot path) one
     read-only numpy record whose fields are the features: then a feature is
     one field lookup, with no mapping object per decision.
+
+    A server may point an Observation that nobody kept at the next decision
+    (setting ``id``, ``context`` and ``_tensors``): see SessionServer._loop.
     """
 
     __slots__ = ("id", "context", "session", "_tensors", "_features")
@@ -37,14 +40,6 @@ class Observation:
         self.session = session
         self._tensors = tensors
         self._features: Optional[Dict[str, np.ndarray]] = None
-
-    def reuse(self, id: int, context: str, tensors: Any) -> None:
-        """Point this object at the next decision (servers reuse an Observation nobody kept)."""
-        self.id, self.context, self._tensors, self._features = id, context, tensors, None
-
-    def release(self) -> None:
-        """Drop the references into the channel's buffer."""
-        self._tensors = self._features = None
 
     def _names(self) -> Iterable[str]:
         t = self._tensors
