@@ -58,8 +58,8 @@ class RolloutWorker:
     """Drives one compiler worker over gRPC; evaluates policies on it."""
 
     def __init__(self, target: str, token: Optional[str] = None, tls: Optional[Dict[str, Any]] = None) -> None:
-        from mlbridge.gym import CompilerEnv
-        from mlbridge.training import outcome_reward
+        from mlbridge.train.gym import CompilerEnv
+        from mlbridge.train import outcome_reward
         kw: Dict[str, Any] = {}
         if tls:   # root_ca, and cert_chain + private_key for mutual TLS (PEM bytes), server_name
             from mlbridge import ClientTLS
@@ -74,7 +74,7 @@ class RolloutWorker:
     def evaluate(self, params_list: Sequence[np.ndarray], episodes: int) -> List[Dict[str, Any]]:
         """Each policy for ``episodes`` consecutive episodes (one pass over the
         worker's files when it equals their number)."""
-        from mlbridge.training import LinearPolicy, evaluate
+        from mlbridge.train import LinearPolicy, evaluate
         names = self.feature_names()
         rows = evaluate([self.env], [LinearPolicy(names, p) for p in params_list], [None] * episodes)
         out = []
@@ -101,7 +101,7 @@ def start_local_workers(n: int, files: Sequence[str], token: str,
     tok.close()
     os.chmod(tok.name, 0o600)
     env = dict(os.environ, PYTHONPATH=PYDIR + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    procs = [subprocess.Popen([sys.executable, "-m", "mlbridge.training", "worker", *files,
+    procs = [subprocess.Popen([sys.executable, "-m", "mlbridge", "worker", *files,
                                "--token-file", tok.name, "--name", f"worker{i}", *extra_args],
                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, env=env, text=True,
                               start_new_session=True)
@@ -122,7 +122,7 @@ def train(targets: Sequence[str], *, episodes: int, generations: int, pairs: int
           sigma: float = 0.5, lr: float = 1.0, seed: int = 0, log=print) -> Dict[str, Any]:
     """ES over Ray rollout workers (one per compiler worker). Returns the best
     parameters, history, and which actors and compiler workers answered."""
-    from mlbridge.training import es_train
+    from mlbridge.train import es_train
     actors = [RolloutWorker.remote(t, token, tls) for t in targets]
     try:
         names = ray.get(actors[0].feature_names.remote())
@@ -198,7 +198,7 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
         t0 = time.monotonic()
         res = train(targets, episodes=episodes, generations=args.generations, pairs=args.pairs,
                     budget_s=args.budget, token=token, tls=tls or None)
-        from mlbridge.training import LinearPolicy
+        from mlbridge.train import LinearPolicy
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
         pol = LinearPolicy(res["names"], res["best"])

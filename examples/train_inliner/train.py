@@ -4,7 +4,7 @@ tests/corpus/*.c, within a fixed time budget, and export it to ONNX.
 
     python3 examples/train_inliner/train.py [--budget 120] [--envs 2] [--out DIR] [files.c ...]
 
-Policy: mlbridge.training.LinearPolicy (a linear score over LLVM's 38 inliner
+Policy: mlbridge.train.LinearPolicy (a linear score over LLVM's 38 inliner
 features, signed-log scaled; inline when the score is positive). Algorithm:
 antithetic evolution strategies, every candidate evaluated on every file
 (deterministic compilations). Reward per file: (baseline - size) / baseline,
@@ -25,8 +25,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "python"))   # run from a checkout without installing
-from mlbridge import training  # noqa: E402
-from mlbridge.gym import llvm_inliner_env  # noqa: E402
+from mlbridge import train as training  # noqa: E402
+from mlbridge.train.gym import llvm_inliner_env  # noqa: E402
 
 
 def main(argv=None):

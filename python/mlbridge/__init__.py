@@ -12,14 +12,7 @@ The package reads by workflow stage (docs/python.md has the map):
 - ``corpus/``    corpora from real builds, scoring policies against -Oz
 - ``train/``     Gymnasium environments, policies, trainers
 - ``cli/``       the ``mlbridge`` command
-
-The flat module paths of earlier releases (``mlbridge.server``, ``mlbridge.training``, ...)
-still import: they are the same modules (``_aliases.py``).
 """
-from ._aliases import install as _install_aliases
-
-_install_aliases()
-
 from .core.dtypes import DTYPES, DType  # noqa: E402
 from .core.errors import ChannelTimeout, MLBridgeError, PeerClosed, ProtocolError, RemoteError, SpecMismatch  # noqa: E402
 from .core.messages import PROTOCOL_VERSION  # noqa: E402
@@ -61,9 +54,6 @@ def __getattr__(name: str):  # PEP 562: import grpc only when a gRPC class is us
     import importlib
     mod = _LAZY.get(name)
     if mod is None:
-        from ._aliases import OLD_PATHS
-        if name in OLD_PATHS:   # mlbridge.shm.X without `import mlbridge.shm`, as for a real submodule once imported
-            return importlib.import_module(f"{__name__}.{name}")
         raise AttributeError(f"module 'mlbridge' has no attribute {name!r}")
     try:
         value = getattr(importlib.import_module(f".{mod}", __name__), name)

@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 try:  # as part of the package; when run as the TF worker script there is none
-    from .errors import MLBridgeError as _Base
+    from .core.errors import MLBridgeError as _Base
 except ImportError:  # pragma: no cover - TF environment
     _Base = Exception  # type: ignore[misc,assignment]
 

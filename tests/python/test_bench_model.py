@@ -1,4 +1,4 @@
-"""python -m mlbridge.bench_model: what the C++ benchmark drives."""
+"""python -m mlbridge.testing.bench_model: what the C++ benchmark drives."""
 from __future__ import annotations
 
 import os
@@ -11,14 +11,14 @@ import pytest
 
 import mlbridge
 from mlbridge import TensorSpec as T
-from mlbridge.bench_model import FcModel
+from mlbridge.testing.bench_model import FcModel
 from conftest import wait_ready
 
 
 @pytest.mark.parametrize("fmt", ["bitstream", "json", "protobuf"])
 def test_fc_model(procs, tmp_path, fmt):
     base = str(tmp_path / "b" / "chan")
-    p = procs.start([sys.executable, "-m", "mlbridge.bench_model", "--base", base, "--model", "fc"],
+    p = procs.start([sys.executable, "-m", "mlbridge.testing.bench_model", "--base", base, "--model", "fc"],
                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert wait_ready(p)["base"] == base
     rng = np.random.default_rng(3)
@@ -40,7 +40,7 @@ def test_fc_model(procs, tmp_path, fmt):
 def test_const_and_echo_and_idle_exit(procs, tmp_path):
     base = str(tmp_path / "c" / "chan")
     for model, want in (("const", [[2, 2]]), ("echo", [[7, 8]])):
-        p = procs.start([sys.executable, "-m", "mlbridge.bench_model", "--base", base, "--model", model,
+        p = procs.start([sys.executable, "-m", "mlbridge.testing.bench_model", "--base", base, "--model", model,
                          "--value", "2", "--idle-timeout", "0.5"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         wait_ready(p)
         with mlbridge.PipeClient(base, [T("x", "int64_t", [3])], [T("d", "int32_t", [1, 2])], timeout=10) as c:

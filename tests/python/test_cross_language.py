@@ -21,7 +21,7 @@ import pytest
 
 import mlbridge
 from mlbridge import TensorSpec as T
-from mlbridge.dtypes import DTYPES
+from mlbridge.core.dtypes import DTYPES
 
 FORMATS = ["bitstream", "json", "protobuf"]
 

@@ -12,8 +12,8 @@ import pytest
 
 import mlbridge
 from mlbridge import TensorSpec as T
-from mlbridge.channel import ClientChannel, Deadline, ServerChannel
-from mlbridge.errors import ChannelTimeout, PeerClosed, ProtocolError, RemoteError, SpecMismatch
+from mlbridge.transport.channel import ClientChannel, Deadline, ServerChannel
+from mlbridge.core.errors import ChannelTimeout, PeerClosed, ProtocolError, RemoteError, SpecMismatch
 from mlbridge.formats import get_format, model_decoder_for
 
 from conftest import wait_ready
@@ -123,7 +123,7 @@ def test_fifos_without_model(tmp_path):
 def test_model_dies_mid_session(procs, tmp_path, fmt):
     folder = tmp_path / "chan"
     base = str(folder / "m")
-    p = procs.start([sys.executable, "-m", "mlbridge.bench_model", "--base", base, "--model", "echo"],
+    p = procs.start([sys.executable, "-m", "mlbridge.testing.bench_model", "--base", base, "--model", "echo"],
                     stdout=__import__("subprocess").PIPE)
     wait_ready(p)
     c = mlbridge.PipeClient(base, FEATS, ADV, format=fmt, timeout=10)

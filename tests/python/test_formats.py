@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from mlbridge import TensorSpec as T
-from mlbridge.errors import ProtocolError
+from mlbridge.core.errors import ProtocolError
 from mlbridge.formats import FORMATS, decode_all, detect, get_format, model_decoder_for
 from mlbridge.formats.protobuf import pb
-from mlbridge.messages import Header, ObservationMessage, Restart
+from mlbridge.core.messages import Header, ObservationMessage, Restart
 
 FEATS = [T("a", "float", [2]), T("b", "int64_t", []), T("c", "bool", [3]), T("e", "double", [0])]
 ADV = [T("y", "int32_t", [1])]

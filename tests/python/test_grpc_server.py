@@ -22,8 +22,8 @@ require_grpc()
 import mlbridge  # noqa: E402
 from conftest import child_env  # noqa: E402
 from mlbridge import ChannelTimeout, MLBridgeError, PeerClosed, RemoteError, SpecMismatch  # noqa: E402
-from mlbridge.grpc_client import ModelClient  # noqa: E402
-from mlbridge.grpc_server import ClientTLS, GrpcServer, RetryPolicy, ServerTLS  # noqa: E402
+from mlbridge import ModelClient  # noqa: E402
+from mlbridge import ClientTLS, GrpcServer, RetryPolicy, ServerTLS  # noqa: E402
 
 FEATS = [("a", "int64_t", (1,)), ("b", "float", (2,))]
 ADV = [("y", "int64_t", (1,))]
@@ -422,7 +422,7 @@ def test_clean_stream_end_then_close_is_clean():
 
 
 def test_server_subprocess_killed_mid_episode():
-    with Proc([sys.executable, "-m", "mlbridge.grpc_server", "--model", "const", "--value", "2"],
+    with Proc([sys.executable, "-m", "mlbridge.rpc.model_server", "--model", "const", "--value", "2"],
               env=child_env()) as p:
         c = ModelClient(p.target, FEATS, ADV, retry=FAST)
         assert c.evaluate({"a": 1, "b": [0, 0]})[0].tolist() == [2]

@@ -14,7 +14,7 @@ from grpc_support import Proc, require_grpc, find_testenv  # noqa: E402
 require_grpc()
 
 from mlbridge import RemoteError, SpecMismatch  # noqa: E402
-from mlbridge.grpc_client import EnvironmentClient  # noqa: E402
+from mlbridge import EnvironmentClient  # noqa: E402
 
 
 def test_observation_action_episode():
@@ -186,7 +186,7 @@ def play_worker_episode(env, decision: int):
 
 def test_outcome_served_by_the_python_worker():
     import threading
-    from mlbridge.training import EnvironmentServer
+    from mlbridge.rpc.environment_server import EnvironmentServer
     with EnvironmentServer(CountingEnv(3), max_outcomes=1) as server:
         with EnvironmentClient(server.target) as env:
             with pytest.raises(RemoteError, match="NOT_FOUND"):

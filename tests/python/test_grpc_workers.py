@@ -13,8 +13,8 @@ require_grpc()
 
 import mlbridge  # noqa: E402
 from conftest import child_env  # noqa: E402
-from mlbridge.grpc_server import GrpcServer  # noqa: E402
-from mlbridge.workers import WorkerPool  # noqa: E402
+from mlbridge import GrpcServer  # noqa: E402
+from mlbridge import WorkerPool  # noqa: E402
 
 N = 16
 
@@ -22,7 +22,7 @@ N = 16
 # its worker id; exits 0 only if every answer was its own.
 COMPILER = r"""
 import sys
-from mlbridge.grpc_client import ModelClient, RetryPolicy
+from mlbridge import ModelClient, RetryPolicy
 target, k = sys.argv[1], int(sys.argv[2])
 c = ModelClient(target, [("worker", "int64_t", (1,)), ("step", "int64_t", (1,))], [("y", "int64_t", (2,))],
                 retry=RetryPolicy(max_attempts=5, total_seconds=10))

@@ -1,4 +1,4 @@
-"""mlbridge.gym: Gymnasium environments over compiler sessions.
+"""mlbridge.train.gym: Gymnasium environments over compiler sessions.
 
 Most tests use a stand-in compiler (a Python PipeClient that asks N
 questions), so they are fast and can inject faults (death, hang); the LLVM
@@ -20,7 +20,7 @@ from gymnasium.utils.env_checker import check_env  # noqa: E402
 
 import mlbridge  # noqa: E402
 from mlbridge import llvm  # noqa: E402
-from mlbridge.gym import CompilerEnv, action_space, llvm_inliner_env, observation_space  # noqa: E402
+from mlbridge.train.gym import CompilerEnv, action_space, llvm_inliner_env, observation_space  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 PYDIR = str(ROOT / "python")
@@ -274,7 +274,8 @@ def test_gymnasium_make_and_async_vector_llvm():
 
 # ---- gRPC: the compiler serves EnvironmentService -----------------------------------------
 def test_grpc_env_over_a_python_compiler_worker():
-    from mlbridge.training import EnvironmentServer, outcome_reward
+    from mlbridge.rpc.environment_server import EnvironmentServer
+    from mlbridge.train import outcome_reward
     inner = CompilerEnv(fake(3), reward_fn=answers)
     with EnvironmentServer(inner, token="t0k") as server:
         env = CompilerEnv(target=server.target, token="t0k", fetch_outcome=True, reward_fn=outcome_reward,
@@ -298,7 +299,8 @@ def test_grpc_env_over_a_python_compiler_worker():
 
 
 def test_grpc_worker_failure_truncates_on_the_trainer_side():
-    from mlbridge.training import EnvironmentServer, outcome_reward
+    from mlbridge.rpc.environment_server import EnvironmentServer
+    from mlbridge.train import outcome_reward
     inner = CompilerEnv(fake(5, "die"), features=[("x", "int64_t", [1]), ("y", "float", [2])],
                         advice=[("decision", "int64_t", [1])])
     with EnvironmentServer(inner) as server:
@@ -314,8 +316,8 @@ def test_grpc_worker_failure_truncates_on_the_trainer_side():
 def test_grpc_worker_security(tmp_path):
     sys.path.insert(0, os.path.dirname(__file__))
     from grpc_support import make_certs
-    from mlbridge.grpc_server import ClientTLS, ServerTLS
-    from mlbridge.training import EnvironmentServer
+    from mlbridge import ClientTLS, ServerTLS
+    from mlbridge.rpc.environment_server import EnvironmentServer
     inner = CompilerEnv(fake(2), features=[("x", "int64_t", [1]), ("y", "float", [2])],
                         advice=[("decision", "int64_t", [1])])
     try:
@@ -363,8 +365,8 @@ def test_grpc_env_reads_the_cpp_compilers_outcome():
     # trainer sees the end first and GetOutcome waits for the report.
     sys.path.insert(0, os.path.dirname(__file__))
     from grpc_support import Proc, find_testenv
-    from mlbridge.grpc_client import EnvironmentClient
-    from mlbridge.training import outcome_reward
+    from mlbridge import EnvironmentClient
+    from mlbridge.train import outcome_reward
     with Proc([find_testenv(), "--threads", "1", "--steps", "3", "--wait-shutdown"]) as p:
         env = CompilerEnv(target=p.target, discrete=None, step_timeout=10.0, fetch_outcome=True,
                           reward_fn=outcome_reward)
@@ -389,8 +391,8 @@ def test_grpc_env_without_an_outcome_truncates():
     # A compiler that never reports: fetch_outcome waits step_timeout, then truncates (no silent reward).
     sys.path.insert(0, os.path.dirname(__file__))
     from grpc_support import Proc, find_testenv
-    from mlbridge.grpc_client import EnvironmentClient
-    from mlbridge.training import outcome_reward
+    from mlbridge import EnvironmentClient
+    from mlbridge.train import outcome_reward
     with Proc([find_testenv(), "--threads", "1", "--steps", "2", "--wait-shutdown", "--no-outcome"]) as p:
         # 5 s, not 1: each honest step must fit in the step timeout too (issue 26).
         env = CompilerEnv(target=p.target, discrete=None, step_timeout=5.0, fetch_outcome=True,

@@ -10,7 +10,7 @@ import pytest
 
 import mlbridge
 from mlbridge import TensorSpec as T
-from mlbridge.workers import serve_pipe_workers
+from mlbridge.rpc.workers import serve_pipe_workers
 
 FEATS = [T("x", "int64_t", [1])]
 ADV = [T("d", "int64_t", [1])]

@@ -6,7 +6,7 @@ import pytest
 
 import mlbridge
 from mlbridge import TensorSpec as T
-from mlbridge.dtypes import DTYPES
+from mlbridge.core.dtypes import DTYPES
 
 FORMATS = ["bitstream", "json", "protobuf"]
 SHAPES = {"scalar": [], "vector": [5], "ndim": [2, 3, 4], "empty": [0], "empty2d": [2, 0]}

@@ -10,8 +10,8 @@ import pytest
 
 import mlbridge
 from mlbridge import TensorSpec as T
-from mlbridge.channel import ClientChannel, Deadline
-from mlbridge.errors import MLBridgeError
+from mlbridge.transport.channel import ClientChannel, Deadline
+from mlbridge.core.errors import MLBridgeError
 from mlbridge.formats import get_format
 
 FEATS = [T("x", "int64_t", [1])]

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import mlbridge
-from mlbridge.errors import ChannelTimeout, MLBridgeError, PeerClosed, RemoteError
+from mlbridge.core.errors import ChannelTimeout, MLBridgeError, PeerClosed, RemoteError
 from conftest import child_env, wait_ready
 
 FORMATS = ["bitstream", "json", "protobuf"]
@@ -134,7 +134,7 @@ def test_model_never_accepting_is_a_timeout():
 
 
 def _start_model(procs, base):
-    p = procs.start([sys.executable, "-m", "mlbridge.bench_model", "--base", base, "--model", "echo",
+    p = procs.start([sys.executable, "-m", "mlbridge.testing.bench_model", "--base", base, "--model", "echo",
                      "--transport", "shm", "--idle-timeout", "60"], stdout=subprocess.PIPE)
     wait_ready(p)
     return p
@@ -180,12 +180,12 @@ def test_compiler_killed_mid_session_then_next_session_is_served(procs, tmp_path
 
 def test_garbage_from_the_compiler_ends_only_that_session():
     with Served(sessions=2) as srv:
-        ch = mlbridge.shm.ShmClientChannel(srv.server.base, 5.0)
+        ch = mlbridge.transport.shm.ShmClientChannel(srv.server.base, 5.0)
         try:
-            ch.write(b"MLBR\x01J\x00\x00" + b"\x05\x00\x00\x00garba", mlbridge.channel.Deadline(5.0))
+            ch.write(b"MLBR\x01J\x00\x00" + b"\x05\x00\x00\x00garba", mlbridge.transport.channel.Deadline(5.0))
             with pytest.raises(PeerClosed):
-                ch.fill(10, mlbridge.channel.Deadline(5.0))   # the error reply, then the hang-up
-                ch.fill(1 << 20, mlbridge.channel.Deadline(5.0))
+                ch.fill(10, mlbridge.transport.channel.Deadline(5.0))   # the error reply, then the hang-up
+                ch.fill(1 << 20, mlbridge.transport.channel.Deadline(5.0))
         finally:
             ch.close()
         with mlbridge.ShmClient(srv.server.base, FEATS, ADV, format="json", timeout=5.0) as c:

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mlbridge import DTYPES, ProtocolError, TensorSpec
-from mlbridge import dtypes as D
+from mlbridge.core import dtypes as D
 
 
 def test_type_table_matches_protocol():

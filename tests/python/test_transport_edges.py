@@ -130,7 +130,7 @@ def test_a_write_bigger_than_the_ring_to_a_dead_model_fails(procs, tmp_path):
     import threading
     import numpy as np
     import mlbridge
-    from mlbridge.errors import PeerClosed
+    from mlbridge.core.errors import PeerClosed
     from test_shm import _start_model
     folder = tmp_path / "ch"
     folder.mkdir(mode=0o700)
@@ -163,7 +163,7 @@ def test_shared_memory_refuses_a_platform_without_futex_or_pidfd(monkeypatch):
     """shm._check_platform mutant 1: either missing is enough to refuse."""
     import os
     import pytest
-    from mlbridge.errors import MLBridgeError
+    from mlbridge.core.errors import MLBridgeError
     from mlbridge.transport import shm
     shm._check_platform()   # this machine has both
     with monkeypatch.context() as m:

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from mlbridge import TensorSpec as T
-from mlbridge.errors import SpecMismatch
-from mlbridge.values import coerce, coerce_all
+from mlbridge.core.errors import SpecMismatch
+from mlbridge.core.values import coerce, coerce_all
 
 I64 = T("d", "int64_t", [1])
 F32 = T("p", "float", [1])

@@ -13,7 +13,7 @@ from conftest import VECTORS
 from mlbridge import TensorSpec
 from mlbridge.formats import decode_all, detect, get_format, model_decoder_for
 from mlbridge.formats.jsonfmt import tensor_from_json
-from mlbridge.messages import Context, End, Header, ObservationMessage, Preamble, Reply
+from mlbridge.core.messages import Context, End, Header, ObservationMessage, Preamble, Reply
 
 with open(os.path.join(VECTORS, "manifest.json"), encoding="utf-8") as _f:
     MANIFEST = json.load(_f)

@@ -52,7 +52,7 @@ def test_one_es_generation_through_ray_actors(workers):
 
 def test_wrong_token_is_refused(workers):
     from mlbridge import MLBridgeError
-    from mlbridge.gym import CompilerEnv
+    from mlbridge.train.gym import CompilerEnv
     with pytest.raises(MLBridgeError, match="UNAUTHENTICATED"):
         CompilerEnv(target=workers[0], token="wrong", step_timeout=10.0)
 

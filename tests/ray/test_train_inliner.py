@@ -11,8 +11,8 @@ import numpy as np
 
 from ray_support import CORPUS, missing
 
-from mlbridge import training
-from mlbridge.gym import llvm_inliner_env
+from mlbridge import train as training
+from mlbridge.train.gym import llvm_inliner_env
 
 
 def test_training_smoke_reports_sizes_and_never_gets_worse(tmp_path, need_llvm):

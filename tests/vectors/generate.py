@@ -55,10 +55,10 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
 
 import numpy as np  # noqa: E402
 
-from mlbridge import dtypes as D  # noqa: E402
+from mlbridge.core import dtypes as D  # noqa: E402
 from mlbridge.formats import get_format  # noqa: E402
 from mlbridge.formats.jsonfmt import tensor_json  # noqa: E402
-from mlbridge.spec import TensorSpec, json_string  # noqa: E402
+from mlbridge.core.spec import TensorSpec, json_string  # noqa: E402
 
 FORMATS = ("bitstream", "json", "protobuf")
 NUMERIC = [name for name in D.DTYPES if name != "string"]

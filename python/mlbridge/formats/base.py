@@ -67,7 +67,7 @@ class WireFormat:
         raise NotImplementedError
 
     def observation(self, id: int, features: Sequence[TensorSpec], arrays: Sequence[np.ndarray]) -> bytes:
-        """Arrays must already match the specs (see mlbridge.values.coerce)."""
+        """Arrays must already match the specs (see mlbridge.core.values.coerce)."""
         raise NotImplementedError
 
     def end(self) -> bytes:

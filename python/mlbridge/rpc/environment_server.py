@@ -13,7 +13,7 @@ from .lifecycle import ServerLifecycle
 
 
 
-_log = logging.getLogger("mlbridge.training")
+_log = logging.getLogger(__name__)
 
 # ---- a compiler worker for remote trainers -------------------------------------------
 class EnvironmentServer(ServerLifecycle):

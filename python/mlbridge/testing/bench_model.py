@@ -1,8 +1,8 @@
 """Benchmark model for the C++ round-trip benchmark.
 
-    python -m mlbridge.bench_model --base BASE --model {fc,const,echo} [--format auto]
-                                   [--idle-timeout S] [--timeout S] [--seed N] [--value V]
-                                   [--transport pipe|shm] [--spin-us US]
+    python -m mlbridge.testing.bench_model --base BASE --model {fc,const,echo} [--format auto]
+                                           [--idle-timeout S] [--timeout S] [--seed N] [--value V]
+                                           [--transport pipe|shm] [--spin-us US]
 
 Prints one JSON line ``{"event":"ready","base":...}`` on stdout when the channel
 exists, serves sessions until killed (SIGTERM/SIGINT) or idle for
@@ -109,7 +109,7 @@ def _stop(signum: int, frame: Any) -> None:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m mlbridge.bench_model", description=__doc__,
+    ap = argparse.ArgumentParser(prog="python -m mlbridge.testing.bench_model", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--base", required=True,
                     help="channel base path (BASE.in / BASE.out are created; shm: BASE.shm)")

@@ -4,15 +4,12 @@ The compiler worker for remote trainers is ``mlbridge.rpc.environment_server``.
 See docs/training.md."""
 from __future__ import annotations
 
-import sys
-from typing import List, Optional
-
 from .es import es_train
 from .policy import LinearPolicy
 from .rollout import EpisodeStats, evaluate, outcome_reward, run_episode
 
 __all__ = ["LinearPolicy", "es_train", "evaluate", "run_episode", "EpisodeStats", "EnvironmentServer",
-           "outcome_reward", "main"]
+           "outcome_reward"]
 
 
 def __getattr__(name: str):  # the gRPC worker needs grpcio: import it on first use
@@ -21,12 +18,3 @@ def __getattr__(name: str):  # the gRPC worker needs grpcio: import it on first 
         return EnvironmentServer
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
-
-def main(argv: Optional[List[str]] = None) -> int:
-    """The old ``python -m mlbridge.training worker ...``: now ``mlbridge worker ...``."""
-    from ..cli import main as cli_main
-    return cli_main(argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

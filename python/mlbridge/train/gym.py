@@ -601,7 +601,7 @@ def llvm_inliner_env(sources: Union[str, Sequence[str]], *, workdir: Optional[st
 def _register() -> None:
     """``gymnasium.make("mlbridge/LLVMInliner-v0", sources=[...])``."""
     if "mlbridge/LLVMInliner-v0" not in gymnasium.registry:
-        gymnasium.register("mlbridge/LLVMInliner-v0", entry_point="mlbridge.gym:llvm_inliner_env",
+        gymnasium.register("mlbridge/LLVMInliner-v0", entry_point="mlbridge.train.gym:llvm_inliner_env",
                            disable_env_checker=True)
 
 

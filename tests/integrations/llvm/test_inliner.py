@@ -147,11 +147,11 @@ def test_python_policy_over_grpc_matches_its_onnx_export(interp_ir, tmp_path):
 
 
 def test_runs_a_model_exported_by_mlbridge_training(interp_ir, tmp_path):
-    """Policies trained against stock opt-19 (mlbridge.training.LinearPolicy,
+    """Policies trained against stock opt-19 (mlbridge.train.LinearPolicy,
     examples/train_inliner/) run in the plugin unchanged, and decide as they
     do in Python."""
     import onnx  # noqa: F401  required (python/requirements-dev.txt): missing fails, never skips
-    from mlbridge import training
+    from mlbridge import train as training
     policy = training.LinearPolicy(["callee_basic_block_count", "callee_users"],
                                    np.array([-1.0, 0.5, 1.5], np.float32))
     path = policy.export_onnx(str(tmp_path / "policy.onnx"))
