@@ -7,7 +7,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/setup.sh"
 # TensorFlow 2.15 in its own venv (.deps/tf-venv) for the `tf` tests: TF AOT
-# models, mlbridge.convert (docs/tfaot.md). Cached by pip; a no-op when present.
+# models, mlbridge convert (docs/tfaot.md). Cached by pip; a no-op when present.
 bash "$root/scripts/get-tensorflow.sh"
 bash "$root/scripts/get-litert.sh"   # libLiteRt.so (ai-edge-litert 2.3.0) for the LiteRT runner's tests
 export PYTHONPATH="$root/python${PYTHONPATH:+:$PYTHONPATH}"

@@ -1,4 +1,4 @@
-"""mlbridge.convert: TensorFlow SavedModel / .tflite -> ONNX for the engine.
+"""mlbridge.formats.tf_to_onnx (the command: mlbridge convert): TensorFlow SavedModel / .tflite -> ONNX for the engine.
 
 The TensorFlow cases need the TF environment and the models of tests/tfaot;
 they run as ctest `tf.convert` (MLBRIDGE_TF_MODELS_DIR set). The rest runs
@@ -13,7 +13,8 @@ import sys
 import numpy as np
 import pytest
 
-from mlbridge import convert as cv
+from mlbridge.cli import main as cli_main
+from mlbridge.formats import tf_to_onnx as cv
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MODELS = os.environ.get("MLBRIDGE_TF_MODELS_DIR", "")
@@ -39,6 +40,17 @@ def test_source_errors_are_one_line(tmp_path):
         cv.convert(str(tmp_path), str(tmp_path / "o.onnx"), tf_python=sys.executable)
     with pytest.raises(cv.ConvertError, match="does not exist"):
         cv.find_tf_python(str(tmp_path / "nope" / "python"))
+
+
+def test_an_output_folder_is_an_argument_error_the_command_words_with_its_flag(tmp_path, capsys):
+    """The library names its argument (dst), never a flag; the command says -o, in one line."""
+    (tmp_path / "m.tflite").write_bytes(b"x")
+    with pytest.raises(cv.ConvertArgumentError) as info:
+        cv.convert(str(tmp_path / "m.tflite"), str(tmp_path), tf_python=sys.executable)
+    assert info.value.argument == "dst" and str(info.value).endswith("; dst names the .onnx file to write")
+    assert cli_main(["convert", str(tmp_path / "m.tflite"), "-o", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert err == f"mlbridge convert: error: {tmp_path}: is a folder; -o names the .onnx file to write\n"
 
 
 def test_a_broken_tf_environment_is_a_one_line_error(tmp_path):
@@ -140,7 +152,7 @@ def test_ops_the_engine_lacks_are_named_and_the_cli_says_so(tmp_path):
                        timeout=300)
     assert r.returncode == 0, r.stderr
     out = str(tmp_path / "cumsum.onnx")
-    proc = subprocess.run([sys.executable, "-m", "mlbridge.convert", saved, "-o", out, "--samples", "2"],
+    proc = subprocess.run([sys.executable, "-m", "mlbridge", "convert", saved, "-o", out, "--samples", "2"],
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 2, proc.stderr
     assert "lacks CumSum" in proc.stderr and "Traceback" not in proc.stderr
@@ -152,7 +164,7 @@ def test_ops_the_engine_lacks_are_named_and_the_cli_says_so(tmp_path):
 
 @needs_tf
 def test_cli_user_error_is_one_line(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "mlbridge.convert", os.path.join(MODELS, "mlp"), "-o",
+    proc = subprocess.run([sys.executable, "-m", "mlbridge", "convert", os.path.join(MODELS, "mlp"), "-o",
                            str(tmp_path / "o.onnx"), "--signature", "nope"], capture_output=True, text=True,
                           timeout=600)
     assert proc.returncode == 1

@@ -16,7 +16,7 @@ import pytest
 
 from conftest import ROOT
 from mlbridge.corpus import extract as ex
-from mlbridge.corpus.extract import STAMP, Options, Outcome, Source, extract
+from mlbridge.corpus.extract import STAMP, Extraction, Options, Source, extract
 from mlbridge.corpus.layout import CorpusError
 
 # Required tools (scripts/setup.sh): missing, the tests fail.
@@ -31,7 +31,7 @@ def _cc(out: str, *flags: str) -> str:
     return out
 
 
-def _one(report) -> Outcome:
+def _one(report) -> Extraction:
     (o,) = report.outcomes
     return o
 
@@ -42,16 +42,16 @@ def test_outcomes_name_the_module_and_its_input(tmp_path):
     out = str(tmp_path / "c")
     missing = str(tmp_path / "gone.o")
     o = _one(extract([Source("gone.o", missing)], out, jobs=1))
-    assert o == Outcome("gone.o", "failed", "cannot read the input: No such file or directory", missing)
+    assert o == Extraction("gone.o", "failed", "cannot read the input: No such file or directory", missing)
 
     text = tmp_path / "t.bc"
     text.write_text("not bitcode")
     o = _one(extract([Source("t", str(text), "bitcode")], out, jobs=1))
-    assert o == Outcome("t", "failed", "not LLVM bitcode", str(text))
+    assert o == Extraction("t", "failed", "not LLVM bitcode", str(text))
 
     only_bc = _cc(str(tmp_path / "only_bc.o"), "-Xclang", "-fembed-bitcode=bitcode")
     o = _one(extract([Source("only_bc.o", only_bc)], out, jobs=1))
-    assert o == Outcome("only_bc.o", "failed", "no .llvmcmd section (compiled with -fembed-bitcode=bitcode "
+    assert o == Extraction("only_bc.o", "failed", "no .llvmcmd section (compiled with -fembed-bitcode=bitcode "
                         "instead of =all?)", only_bc)
 
     assert OBJCOPY, "llvm-objcopy-19 not found: scripts/setup.sh installs it"
@@ -62,11 +62,11 @@ def test_outcomes_name_the_module_and_its_input(tmp_path):
     subprocess.run([OBJCOPY, f"--add-section=.llvmbc={tmp_path / 'junk'}",
                     f"--add-section=.llvmcmd={tmp_path / 'cmd'}", plain, odd], check=True, timeout=60)
     o = _one(extract([Source("odd.o", odd)], out, jobs=1))
-    assert o == Outcome("odd.o", "failed", "section .llvmbc is not LLVM bitcode", odd)
+    assert o == Extraction("odd.o", "failed", "section .llvmbc is not LLVM bitcode", odd)
 
     good = _cc(str(tmp_path / "good.o"), "-Xclang", "-fembed-bitcode=all")
     o = _one(extract([Source("good.o", good)], out, options=Options(cmd_filter="^-O3$"), jobs=1))
-    assert o == Outcome("good.o", "excluded", "command does not match --cmd-filter", good)
+    assert o == Extraction("good.o", "excluded", "command does not match --cmd-filter", good)
 
 
 def test_a_second_run_keeps_what_is_fresh_and_redoes_what_is_not(tmp_path):
@@ -152,7 +152,7 @@ def test_distributed_thinlto_says_which_index_is_missing(tmp_path):
     srcs = [Source(n, str(base / n), "object", str(base)) for n in ("with.o", "without.o")]
     report = extract(srcs, str(tmp_path / "c"), options=Options(thinlto="distributed"), jobs=1)
     got = {o.name: o for o in report.outcomes}
-    assert got["with.o"] == Outcome("with.o", "failed", f"index {base / 'sub' / 'm.thinlto.bc'} missing",
+    assert got["with.o"] == Extraction("with.o", "failed", f"index {base / 'sub' / 'm.thinlto.bc'} missing",
                                     str(base / "with.o"))
-    assert got["without.o"] == Outcome("without.o", "failed", "no -fthinlto-index= in its command",
+    assert got["without.o"] == Extraction("without.o", "failed", "no -fthinlto-index= in its command",
                                        str(base / "without.o"))

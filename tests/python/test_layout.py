@@ -14,7 +14,7 @@ from conftest import child_env
 #: the flat layout's module names, none of which may import any more
 OLD_NAMES = ["spec", "dtypes", "values", "messages", "errors", "channel", "shm", "server", "client", "supervise",
              "grpc_server", "grpc_client", "_grpc_common", "_lifecycle", "workers", "logs", "gym", "training",
-             "bench_model"]
+             "bench_model", "convert"]
 
 
 @pytest.mark.parametrize("old", OLD_NAMES)

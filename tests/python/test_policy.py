@@ -69,7 +69,7 @@ def test_behavioral_cloning_learns_a_teacher_rule():
 
 
 def test_ppo_raises_the_reward_of_a_bandit():
-    from mlbridge.train.ppo import PPO, SamplingPolicy, Trajectory
+    from mlbridge.train.ppo import PPO, SampledDecisions, SamplingPolicy
     rng = np.random.default_rng(9)
     p = MLPPolicy(NAMES, hidden=(4,), seed=10)
     rule = lambda raw: raw[:, 1] > 2500  # noqa: E731  the decisions that earn reward
@@ -77,7 +77,7 @@ def test_ppo_raises_the_reward_of_a_bandit():
 
     def episode(module, seed, greedy=False):
         raw = np.random.default_rng(seed).integers(0, 5000, size=(6, len(NAMES)))
-        t = Trajectory(module)
+        t = SampledDecisions(module)
         pol = SamplingPolicy(p, t, rng, greedy=greedy)
         for row in raw:
             pol({n: row[j:j + 1] for j, n in enumerate(NAMES)})

@@ -12,7 +12,7 @@ import importlib
 import sys
 from typing import List, Optional
 
-from .errors import UsageError
+from .errors import UsageError, describe
 
 #: sub-command modules, in --help order; a module that cannot be imported
 #: (an optional dependency missing) is skipped.
@@ -44,8 +44,8 @@ def main(argv: Optional[List[str]] = None, parser: Optional[argparse.ArgumentPar
     from ..core.errors import MLBridgeError
     try:
         argv = list(sys.argv[1:] if argv is None else argv)
-        if parser is None and argv[:1] == ["convert"]:   # its own parser (mlbridge.convert.main), --help included
-            from ..convert import main as convert_main
+        if parser is None and argv[:1] == ["convert"]:   # its own parser (cli/convert.py's main), --help included
+            from .convert import main as convert_main
             return int(convert_main(argv[1:]) or 0)
         args = (parser or build_parser()).parse_args(argv)
         return int(args.run(args) or 0)
@@ -57,7 +57,7 @@ def main(argv: Optional[List[str]] = None, parser: Optional[argparse.ArgumentPar
               file=sys.stderr)
         return EXIT_USAGE
     except MLBridgeError as exc:
-        print(f"mlbridge: error: {exc}", file=sys.stderr)
+        print(f"mlbridge: error: {describe(exc)}", file=sys.stderr)
         return EXIT_FAILED
     except KeyboardInterrupt:
         print("mlbridge: interrupted", file=sys.stderr)

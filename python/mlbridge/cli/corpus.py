@@ -15,7 +15,7 @@ import shutil
 import sys
 from typing import Any, Dict, List, Optional
 
-from .errors import UsageError
+from .errors import UsageError, usage_error
 from .progress import Progress
 
 #: sub-command modules of `corpus` that live in their own file; skipped when absent
@@ -185,7 +185,7 @@ def run_extract(args: argparse.Namespace) -> int:
                             pre_outcomes=pre, on_done=lambda o: prog.update(1, postfix=o.name))
     if args.allow_missing:
         missing = (f"no {args.bitcode_section} section", f"no {args.cmd_section} section")
-        report.outcomes = [ex.Outcome(o.name, "skipped", o.reason, o.path)
+        report.outcomes = [ex.Extraction(o.name, "skipped", o.reason, o.path)
                            if o.status == "failed" and o.reason.startswith(missing) else o
                            for o in report.outcomes]
     return _finish_extract(report, args)
@@ -329,7 +329,7 @@ def run_info(args: argparse.Namespace) -> int:
         corpus = load(root)
         d = describe(corpus)
     except CorpusError as exc:
-        raise UsageError(str(exc)) from None
+        raise usage_error(exc) from None
     if args.json:
         print(json.dumps(d, indent=1))
         return 0

@@ -14,7 +14,7 @@ import sys
 from typing import Any, Dict, List, Optional
 
 from ..corpus.settings import SETTINGS
-from .errors import UsageError
+from .errors import UsageError, usage_error
 
 #: failures printed on stderr before "... and N more" (all are in --json)
 MAX_FAILURES_SHOWN = 10
@@ -75,6 +75,7 @@ def run(args: argparse.Namespace) -> int:
     from ..corpus.evaluate import BaselineCache, default_cache_dir, evaluate
     from ..corpus.programs import load_programs
     from ..corpus.settings import Setting, find_lld
+    from ..corpus.where import where_summary
     from .progress import Progress
 
     if args.jobs is not None and args.jobs < 1:
@@ -102,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"--linker-policy: the {setting.name} setting has no LTO backend (lto, thinlto)")
         policy = Policy.parse(args.policy)
         if args.linker_policy is not None:
-            policy = policy.with_linker(Policy.parse(args.linker_policy))
+            policy = policy.with_linker(Policy.parse(args.linker_policy, "linker_policy"))
         toolchain = Toolchain.find(args.clang, args.plugin,
                                    need_plugin=policy.uses_plugin or policy.in_linker.uses_plugin or bool(args.log))
         units = len(corpus.modules)
@@ -110,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
             find_lld(toolchain.clang)
             units = len(load_programs(corpus))
     except (layout.CorpusError, CompileSetupError) as exc:
-        raise UsageError(str(exc)) from None
+        raise usage_error(exc) from None
     cache = None if args.no_cache else BaselineCache(args.cache_dir or default_cache_dir())
 
     with Progress(units, "evaluate", quiet=args.quiet, unit="program" if setting.whole_program else "module") as bar:
@@ -125,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
 
     data = ev.as_dict()
     if args.where is not None:
-        data["where"] = where_summary(ev, args.where)
+        data["where"] = where_summary(ev.scores, args.where)
     if args.csv:
         write_csv(args.csv, data)
     if args.plot:
@@ -208,18 +209,6 @@ def print_table(data: Dict[str, Any], rows: int = 30, stream: Any = None) -> Non
     for r in body:
         print(line(r), file=stream)
     print(line(total), file=stream)
-
-
-def where_summary(ev: Any, top: int) -> Dict[str, Any]:
-    """evaluate(where=True)'s function changes, summed up, C++ names demangled."""
-    from ..corpus.where import demangle, summarize
-    changes = [c for s in ev.scores for c in (s.functions or [])]
-    summary = summarize(changes, top=top)
-    summary["modules_compared"] = sum(1 for s in ev.scores if s.functions is not None)
-    rows = summary["saved_most"] + summary["grew_most"]
-    for r, name in zip(rows, demangle([r["function"] for r in rows])):
-        r["function"] = name
-    return summary
 
 
 _KIND_TEXT = {"removed": "inlined into every caller or dead (only at -Oz)",

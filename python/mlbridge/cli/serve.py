@@ -34,7 +34,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def serve(args: argparse.Namespace) -> int:
     from ..transport import open_server
     sys.path.insert(0, ".")
-    policy: Any = load_callable(args.policy, "--policy")
+    policy: Any = load_callable(args.policy, "policy")
     if isinstance(policy, type):
         policy = policy()          # a Model subclass: instantiate it
     if not callable(policy):

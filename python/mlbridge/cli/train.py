@@ -18,10 +18,10 @@ import argparse
 import json
 import os
 import sys
-from typing import Any, Callable, Dict, List, Sequence, Tuple
+from typing import Any, Dict, List, Sequence
 
 from ..corpus.settings import SETTINGS
-from .errors import UsageError
+from .errors import UsageError, usage_error
 from .progress import Progress
 
 
@@ -117,7 +117,7 @@ def _load_corpora(paths: Sequence[str]) -> List[Any]:
         try:
             out.append(load(p))
         except CorpusError as exc:
-            raise UsageError(str(exc)) from None
+            raise usage_error(exc) from None
     return out
 
 
@@ -126,10 +126,9 @@ def _project(corpus: Any) -> str:
 
 
 def run_train(args: argparse.Namespace) -> int:
-    from ..corpus.compile import CompileSetupError, Toolchain
-    from ..llvm.inliner_features import FEATURES
-    from ..train.policy import MLPPolicy
-    from ..train.size_trainer import SizeTrainer, TrainConfig, corpus_modules
+    from ..train.recipe import train_size_policy
+    from ..train.run_folder import RunSetupError
+    from ..train.size_trainer import TrainConfig
 
     if args.ray and args.algo != "es":
         raise UsageError("--ray runs ES's compiles; PPO's sampling policy answers in this process")
@@ -140,61 +139,30 @@ def run_train(args: argparse.Namespace) -> int:
                       jobs=args.jobs, seed=args.seed, pairs=args.pairs, sigma=args.sigma, lr=args.lr,
                       steps=args.steps, budget_s=None if args.minutes is None else 60 * args.minutes,
                       eval_every=args.eval_every, timeout=args.timeout, setting=args.setting)
-    # The run folder and what it resumes from, before the first compile.
-    if os.path.lexists(args.out) and not os.path.isdir(args.out):
-        raise UsageError(f"{args.out}: exists and is not a folder (-o names the run folder)")
-    resuming = _check_checkpoint(args.out, cfg)
-    init_file = None
-    if not resuming and args.init not in ("zero", "oz"):
-        init_file = _load_policy_file(args.init, "--init")
-    try:
-        tc = Toolchain.find(args.clang, args.plugin, need_plugin=True)
-    except CompileSetupError as exc:
-        raise UsageError(str(exc)) from None
-    modules = corpus_modules(corpora)
-    units, baseline = _units_and_baseline(args, corpora, modules, tc)
-    init = None
-    if not os.path.exists(os.path.join(args.out, "state.json")):
-        if args.init == "zero":
-            init = MLPPolicy(list(FEATURES), cfg.hidden, seed=args.seed)
-        elif args.init == "oz":
-            from ..train.imitation import fit_imitation
-            from ..train.oz_teacher import collect_oz_decisions
-            with Progress(len(modules), "imitating -Oz", quiet=args.quiet, unit="module") as bar:
-                raw, labels = collect_oz_decisions(modules, tc, jobs=args.jobs or None,
-                                                   on_done=lambda _: bar.update(1))
-            if len(labels) == 0:
-                raise UsageError("the corpora gave no inlining decision to imitate")
-            init = MLPPolicy(list(FEATURES), cfg.hidden, seed=args.seed)
-            fit = fit_imitation(init, raw, labels)
-            if not args.quiet:
-                print(f"imitation of -Oz: {int(fit['samples'])} decisions, accuracy {fit['accuracy']:.3f}",
-                      file=sys.stderr)
-            os.makedirs(args.out, exist_ok=True)
-            init.save(os.path.join(args.out, "init.json"))
-        else:
-            init = init_file
-    bar = Progress(cfg.steps, f"train ({cfg.algo})", quiet=args.quiet, unit="step")
+    bars: List[Progress] = []
 
-    def progress(rec: Any) -> None:
-        bar.update(1, postfix=f"reward {100 * rec.reward:+.2f}% {rec.compiles_per_s:.1f} compiles/s")
+    def start(step: int) -> None:
+        bars.append(Progress(cfg.steps, f"train ({cfg.algo})", quiet=args.quiet, unit="step"))
+        bars[0].n = step
 
-    compiles = None
-    if args.ray:
-        try:
-            from ..train.compiles import RayCompiles
-            compiles = RayCompiles(args.ray, num_cpus=args.jobs or None)
-        except ImportError:
-            raise UsageError("--ray needs Ray (pip install 'ray[default]')") from None
-        except Exception as exc:   # ray.init's errors: no cluster at the address, ...
-            raise UsageError(f"--ray {args.ray}: {type(exc).__name__}: {exc}") from None
-    trainer = SizeTrainer(args.out, units, baseline, tc, cfg, init, progress=progress, compiles=compiles)
-    bar.n = trainer.step
+    def step(rec: Any) -> None:
+        bars[0].update(1, postfix=f"reward {100 * rec.reward:+.2f}% {rec.compiles_per_s:.1f} compiles/s")
+
+    def note(line: str) -> None:
+        if not args.quiet:
+            print(line, file=sys.stderr)
+
     try:
-        summary = trainer.run()
+        summary = train_size_policy(
+            args.out, corpora, cfg, init=args.init, clang=args.clang, plugin=args.plugin,
+            compiles=(lambda: _ray_compiles(args)) if args.ray else None,
+            stage=lambda total, desc, unit: Progress(total, desc, quiet=args.quiet, unit=unit),
+            note=note, on_step=step, on_start=start)
+    except RunSetupError as exc:
+        raise usage_error(exc) from None
     finally:
-        bar.close()
-    summary["policy"] = os.path.join(args.out, "policy.onnx")
+        for bar in bars:
+            bar.close()
     if args.json:
         print(json.dumps(summary))
     elif not args.quiet:
@@ -204,141 +172,31 @@ def run_train(args: argparse.Namespace) -> int:
     return 0
 
 
-def _reason(exc: BaseException) -> str:
-    """One line on why a run file could not be read."""
-    if isinstance(exc, KeyError):
-        text = f"no {exc.args[0]!r} in it" if exc.args else "a key is missing"
-    elif isinstance(exc, OSError):
-        text = f"cannot read it: {exc.strerror or exc}"
-    elif isinstance(exc, json.JSONDecodeError):
-        text = f"not JSON ({exc})"
-    elif isinstance(exc, RecursionError):
-        text = "not JSON (nested too deep)"
-    else:
-        text = f"{type(exc).__name__}: {exc}"
-    return " ".join(text.split())[:300]
+def _ray_compiles(args: argparse.Namespace) -> Any:
+    """Compiles as Ray tasks on the cluster that --ray names."""
+    try:
+        from ..train.compiles import RayCompiles
+        return RayCompiles(args.ray, num_cpus=args.jobs or None)
+    except ImportError:
+        raise UsageError("--ray needs Ray (pip install 'ray[default]')") from None
+    except Exception as exc:   # ray.init's errors: no cluster at the address, ...
+        raise UsageError(f"--ray {args.ray}: {type(exc).__name__}: {exc}") from None
+
+
+def _load_policy_file(path: str, argument: str) -> Any:
+    from ..train.run_folder import RunSetupError, load_policy_file
+    try:
+        return load_policy_file(path, argument)
+    except RunSetupError as exc:
+        raise usage_error(exc) from None
 
 
 def _read_history(run_dir: str) -> List[Dict[str, Any]]:
-    """RUN/history.jsonl as the trainer wrote it; a damaged one is a one-line error naming it."""
-    from ..train.report import history_problem
-    from ..train.size_trainer import read_history
-    path = os.path.join(run_dir, "history.jsonl")
-    if os.path.lexists(path) and not os.path.isfile(path):   # a pipe would make the read wait forever
-        raise UsageError(f"{path}: damaged history (not a regular file)")
+    from ..train.run_folder import RunSetupError, checked_history
     try:
-        history = read_history(run_dir)
-    except Exception as exc:   # not JSON, not UTF-8, a folder...
-        raise UsageError(f"{path}: damaged history ({_reason(exc)})") from None
-    problem = history_problem(history)
-    if problem is not None:
-        raise UsageError(f"{path}: damaged history ({problem})")
-    return history
-
-
-def _policy_problem(pol: Any) -> Any:
-    """What makes a policy read from a run file unusable by the trainer, or None."""
-    import numpy as np
-
-    from ..llvm.inliner_features import FEATURES
-    if not all(np.isfinite(a).all() for a in (pol.params, pol.mu, pol.sigma)):
-        return "it holds numbers that are not finite float32"
-    if not pol.names or not set(pol.names) <= set(FEATURES):
-        return f"its features {pol.names[:5]!r} are not the inliner's"
-    return None
-
-
-def _quietly(fn: Callable[[], Any]) -> Any:
-    """``fn()`` without numpy's warnings (1e308 cast to float32: judged by _policy_problem)."""
-    import warnings
-
-    import numpy as np
-    with warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.simplefilter("ignore")
-        return fn()
-
-
-def _load_policy_file(path: str, opt: str) -> Any:
-    from ..train.policy import MLPPolicy
-    try:
-        pol = _quietly(lambda: MLPPolicy.load(path))
-        problem = _policy_problem(pol)
-    except Exception as exc:   # whatever the file holds: one line, not a traceback
-        problem = _reason(exc)
-    if problem is not None:
-        raise UsageError(f"{opt} {path}: not a policy file ({problem})")
-    return pol
-
-
-def _units_and_baseline(args: argparse.Namespace, corpora: Sequence[Any], modules: List[Any],
-                        tc: Any) -> Tuple[List[Any], Dict[str, int]]:
-    """What training compiles, and its -Oz sizes: the modules, or in a
-    whole-program setting each corpus's programs (their -Oz builds, cached)."""
-    from ..corpus.compile import CompileSetupError
-    from ..corpus.evaluate import OZ, BaselineCache, default_cache_dir, evaluate, oz_sizes
-    from ..corpus.layout import CorpusError
-    from ..corpus.settings import Setting, find_lld, program_units
-    baseline: Dict[str, int] = {}
-    if args.setting == "objects":
-        with Progress(len(modules), "-Oz baseline", quiet=args.quiet, unit="module") as bar:
-            for c in corpora:
-                baseline.update(oz_sizes(c, tc, jobs=args.jobs or None, on_done=lambda _: bar.update(1)))
-        return modules, baseline
-    setting = Setting.parse(args.setting)
-    try:
-        find_lld(tc.clang)
-        per_corpus = [(c, program_units(c, setting)) for c in corpora]
-    except (CorpusError, CompileSetupError) as exc:
-        raise UsageError(str(exc)) from None
-    units = [u for _, us in per_corpus for u in us]
-    with Progress(len(units), f"-Oz baseline ({setting.name})", quiet=args.quiet, unit="program") as bar:
-        for c, us in per_corpus:
-            ev = evaluate(c, OZ, tc, jobs=args.jobs or None, cache=BaselineCache(default_cache_dir()),
-                          setting=setting, on_done=lambda _: bar.update(1))
-            sizes = {s.module: s.baseline.text_bytes for s in ev.scores if s.ok}
-            baseline.update({u.name: int(sizes[u.program.name]) for u in us if sizes.get(u.program.name)})
-    return units, baseline
-
-
-def _check_checkpoint(out: str, cfg: Any) -> bool:
-    """Whether RUN holds a checkpoint (state.json) to resume from. It is read
-    here, before any compile, by the very code that resumes from it
-    (``SizeTrainer._resume``) and checked for what the trainer assumes; a
-    damaged one is a one-line error naming it, and is left as it is (never
-    rewritten: it may be the only copy of hours of training)."""
-    path = os.path.join(out, "state.json")
-    if not os.path.lexists(path):
-        return False
-    if not os.path.isfile(path):   # a folder, a dangling link, a pipe (reading it would wait forever)
-        raise UsageError(f"{path}: damaged checkpoint (not a regular file); left as it is: restore it, or move it "
-                         "away to start a new run")
-    from types import SimpleNamespace
-
-    import numpy as np
-
-    from ..train.size_trainer import SizeTrainer
-    probe: Any = SimpleNamespace(state_path=path, cfg=cfg)
-    try:
-        _quietly(lambda: SizeTrainer._resume(probe))
-        pol = probe.policy
-        policy_problem = _policy_problem(pol)
-        if policy_problem is not None:
-            problem = f"its policy: {policy_problem}"
-        elif probe.es is not None and not (np.isfinite(probe.es.mean).all() and np.isfinite(probe.es.m).all()
-                                           and np.isfinite(probe.es.v).all()):
-            problem = "its ES state holds numbers that are not finite"
-        elif (probe.es is None) == (probe.ppo is None):
-            problem = "it holds neither an ES nor a PPO state" if probe.es is None else "it holds an ES and a PPO state"
-        elif probe.es is not None and probe.es.mean.size != pol.params.size:
-            problem = f"its ES state has {probe.es.mean.size} parameters, its policy {pol.params.size}"
-        elif probe.step < 0 or probe.total_compiles < 0:
-            problem = "negative step or compile count"
-        else:
-            return True
-    except Exception as exc:   # whatever the resume code raises on this file
-        problem = _reason(exc)
-    raise UsageError(f"{path}: damaged checkpoint ({problem}); left as it is: restore it, or move it away "
-                     "to start a new run")
+        return checked_history(run_dir)
+    except RunSetupError as exc:
+        raise usage_error(exc) from None
 
 
 def run_search_cmd(args: argparse.Namespace) -> int:
@@ -357,11 +215,11 @@ def run_search_cmd(args: argparse.Namespace) -> int:
     corpora = _load_corpora(args.corpora)
     for opt, path in (("--propose", args.propose), ("--around", args.around)):
         if path:
-            _load_policy_file(path, opt)   # the checks --init gets: one line for any file that is not a policy
+            _load_policy_file(path, opt[2:])   # the checks --init gets: one line for any file that is not a policy
     try:
         tc = Toolchain.find(args.clang, args.plugin, need_plugin=True)
     except CompileSetupError as exc:
-        raise UsageError(str(exc)) from None
+        raise usage_error(exc) from None
     modules = corpus_modules(corpora)
     for d in args.data:
         if not os.path.isdir(os.path.join(d, "search")):
@@ -441,7 +299,7 @@ def run_report(args: argparse.Namespace) -> int:
         try:
             tc = Toolchain.find(args.clang, args.plugin, need_plugin=True)
         except CompileSetupError as exc:
-            raise UsageError(str(exc)) from None
+            raise usage_error(exc) from None
         pol = Policy("onnx", model, model=os.path.abspath(model))
         total = sum(len(c) for c, _ in corpora)
         with Progress(total, "scoring", quiet=args.quiet, unit="module") as bar:

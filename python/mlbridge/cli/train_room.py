@@ -10,7 +10,7 @@ import time
 from typing import Any, Dict, List
 
 from ..corpus.settings import SETTINGS
-from .errors import UsageError
+from .errors import UsageError, usage_error
 from .progress import Progress
 
 
@@ -67,7 +67,7 @@ def run_room(args: argparse.Namespace) -> int:
                 if args.programs is None or prog.name in args.programs:
                     work.append((corpus, prog))
     except (CorpusError, CompileSetupError) as exc:
-        raise UsageError(str(exc)) from None
+        raise usage_error(exc) from None
     if not work:
         raise UsageError("no program to search (check --programs)")
     os.makedirs(args.out, exist_ok=True)

@@ -10,6 +10,7 @@ __all__ = [
     "ProtocolError",
     "SpecMismatch",
     "RemoteError",
+    "ArgumentError",
 ]
 
 
@@ -60,3 +61,19 @@ class RemoteError(MLBridgeError):
         self.remote_type, _, rest = self.remote.partition(": ")
         if not rest or " " in self.remote_type:
             self.remote_type = ""
+
+
+class ArgumentError(MLBridgeError):
+    """A caller's argument is wrong (a policy spec, a setting's name, a tool's
+    path). ``argument`` names the parameter; the message is a template in which
+    ``{arg}`` stands for it, so a command line can word it with its own flag
+    (:meth:`worded`) while the library never mentions one."""
+
+    def __init__(self, argument: str, template: str) -> None:
+        self.argument = argument
+        self.template = template
+        super().__init__(self.worded(argument))
+
+    def worded(self, name: str) -> str:
+        """The message with ``name`` (say ``--policy``) for the argument."""
+        return self.template.replace("{arg}", name)

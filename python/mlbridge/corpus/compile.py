@@ -30,8 +30,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from ..core.errors import ArgumentError
 from .elf import ElfError, text_size
 from .layout import CorpusError, Module
+from .python_callable import load_callable
 
 #: A compile slower than this is reported as timed out.
 DEFAULT_TIMEOUT = 300.0
@@ -62,6 +64,15 @@ _PLUGIN_ENV = "MLBRIDGE_LLVM_PLUGIN"
 class CompileSetupError(CorpusError):
     """Something every compile needs is missing or wrong (clang, the plugin, the
     policy): raised once, before any module is compiled."""
+
+
+class SetupArgumentError(CompileSetupError, ArgumentError):
+    """A compile setup refused because of one argument (``clang``, ``plugin``,
+    ``setting``): the command line words it with its flag."""
+
+
+class PolicyError(SetupArgumentError):
+    """A policy spec that names nothing usable (no such file, not callable, an unknown form)."""
 
 
 @dataclass(frozen=True)
@@ -97,32 +108,31 @@ class Policy:
         return Policy("callees", f"callees:{path}", model=os.path.abspath(path))
 
     @staticmethod
-    def parse(spec: str) -> "Policy":
+    def parse(spec: str, argument: str = "policy") -> "Policy":
         """``oz``, ``PATH.onnx``, ``python:MODULE:FN`` or ``callees:FILE``;
-        CompileSetupError otherwise."""
+        a PolicyError about ``argument`` otherwise."""
         if spec == "oz":
             return Policy("oz", spec)
         if spec.startswith("callees:"):
             path = spec[len("callees:"):]
             if not os.path.isfile(path):
-                raise CompileSetupError(f"--policy {spec}: no such callee file")
+                raise PolicyError(argument, f"{{arg}} {spec}: no such callee file")
             return Policy.callees(path)
         if spec.startswith("python:"):
-            from ..cli.errors import UsageError, load_callable
             try:
-                fn = load_callable(spec[len("python:"):], "--policy python:")
-            except UsageError as exc:
-                raise CompileSetupError(str(exc)) from None
+                fn = load_callable(spec[len("python:"):], argument)
+            except ArgumentError as exc:
+                raise PolicyError(argument, exc.template.replace("{arg}", "{arg} python:", 1)) from None
             if isinstance(fn, type):
                 fn = fn()   # a Model subclass: instantiate it, as `mlbridge serve` does
             if not callable(fn):
-                raise CompileSetupError(f"--policy {spec}: not callable")
+                raise PolicyError(argument, f"{{arg}} {spec}: not callable")
             return Policy("python", spec, fn=fn)
         if spec.endswith(".onnx"):
             if not os.path.isfile(spec):
-                raise CompileSetupError(f"--policy {spec}: no such model file")
+                raise PolicyError(argument, f"{{arg}} {spec}: no such model file")
             return Policy("onnx", spec, model=os.path.abspath(spec))
-        raise CompileSetupError(f"--policy {spec!r}: expected oz, MODEL.onnx, python:MODULE:FN or callees:FILE")
+        raise PolicyError(argument, f"{{arg}} {spec!r}: expected oz, MODEL.onnx, python:MODULE:FN or callees:FILE")
 
 
 @dataclass(frozen=True)
@@ -162,28 +172,29 @@ def find_clang(clang: Optional[str] = None) -> str:
         return os.path.join(tools, "clang")
     found = shutil.which("clang-19")
     if not found:
-        raise CompileSetupError("clang-19 not found on PATH (give --clang or set MLBRIDGE_LLVM_TOOLS_DIR)")
+        raise SetupArgumentError("clang", "clang-19 not found on PATH (give {arg} or set MLBRIDGE_LLVM_TOOLS_DIR)")
     return found
 
 
 def find_plugin(plugin: Optional[str] = None) -> str:
-    """The mlbridge LLVM plugin: --plugin, $MLBRIDGE_LLVM_PLUGIN, or build/libMLBridgeLLVM.so."""
+    """The mlbridge LLVM plugin: the argument, $MLBRIDGE_LLVM_PLUGIN, or build/libMLBridgeLLVM.so."""
     if plugin:
-        where = "--plugin"
-    elif os.environ.get(_PLUGIN_ENV):
-        plugin, where = os.environ[_PLUGIN_ENV], _PLUGIN_ENV
-    else:
-        here = os.path.dirname(os.path.abspath(__file__))
-        tree = os.path.dirname(os.path.dirname(os.path.dirname(here)))
-        for cand in (os.path.join(tree, "build", "libMLBridgeLLVM.so"), os.path.join("build", "libMLBridgeLLVM.so")):
-            if os.path.isfile(cand):
-                return os.path.abspath(cand)
-        raise CompileSetupError("the mlbridge LLVM plugin (libMLBridgeLLVM.so) was not found: build it "
-                                "(cmake --build build --target MLBridgeLLVM) and give --plugin or set "
-                                f"{_PLUGIN_ENV}")
-    if not os.path.isfile(plugin):
-        raise CompileSetupError(f"{where}: plugin {plugin} does not exist")
-    return os.path.abspath(plugin)
+        if not os.path.isfile(plugin):
+            raise SetupArgumentError("plugin", f"{{arg}}: plugin {plugin} does not exist")
+        return os.path.abspath(plugin)
+    from_env = os.environ.get(_PLUGIN_ENV)
+    if from_env:
+        if not os.path.isfile(from_env):
+            raise CompileSetupError(f"{_PLUGIN_ENV}: plugin {from_env} does not exist")
+        return os.path.abspath(from_env)
+    here = os.path.dirname(os.path.abspath(__file__))
+    tree = os.path.dirname(os.path.dirname(os.path.dirname(here)))
+    for cand in (os.path.join(tree, "build", "libMLBridgeLLVM.so"), os.path.join("build", "libMLBridgeLLVM.so")):
+        if os.path.isfile(cand):
+            return os.path.abspath(cand)
+    raise SetupArgumentError("plugin", "the mlbridge LLVM plugin (libMLBridgeLLVM.so) was not found: build it "
+                             "(cmake --build build --target MLBridgeLLVM) and give {arg} or set "
+                             f"{_PLUGIN_ENV}")
 
 
 def cc1_args(recorded: Sequence[str], *, drop: Sequence[str] = (), emit: Sequence[str] = ("-emit-obj",)) -> List[str]:
@@ -232,7 +243,7 @@ def policy_args(policy: Policy, plugin: Optional[str]) -> List[str]:
 
 
 @dataclass
-class CompileResult:
+class CompiledModule:
     """One module compiled under one policy."""
     module: str
     ok: bool
@@ -293,14 +304,14 @@ def command_for(module: Module, policy: Policy, out: str, toolchain: Toolchain,
 
 
 def compile_module(module: Module, policy: Policy, out_dir: str, toolchain: Toolchain,
-                   options: Optional[CompileOptions] = None, *, tag: str = "") -> CompileResult:
+                   options: Optional[CompileOptions] = None, *, tag: str = "") -> CompiledModule:
     """Compiles `module` under `policy` into OUT_DIR/<hash>.<tag>.o, measures its
     .text bytes and removes the object (unless options.keep_objects)."""
     options = options or CompileOptions()
     key = hashlib.sha1(module.name.encode()).hexdigest()[:16]
     out = os.path.join(out_dir, f"{os.path.basename(module.name)[:40]}.{key}{'.' + tag if tag else ''}"
                             + (".bc" if options.bitcode else ".o"))
-    res = CompileResult(module.name, ok=False)
+    res = CompiledModule(module.name, ok=False)
     try:
         cmd = command_for(module, policy, out, toolchain, options)
     except (CorpusError, OSError) as exc:

@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional
 
-from .compile import CompileOptions, CompileResult, Policy, Toolchain, cc1_args, compile_module
+from .compile import CompileOptions, CompiledModule, Policy, Toolchain, cc1_args, compile_module
 from .elf import ElfError
 from .layout import Corpus, CorpusError, Module
 from .programs import Program, load_programs
@@ -85,8 +85,8 @@ class BaselineCache:
 @dataclass
 class ModuleScore:
     module: str
-    baseline: CompileResult
-    policy: CompileResult
+    baseline: CompiledModule
+    policy: CompiledModule
     baseline_cached: bool = False
     #: per-function changes (where.py), when evaluate(where=True)
     functions: Optional[List["FunctionChange"]] = None
@@ -102,8 +102,8 @@ class ModuleScore:
         return int(self.policy.text_bytes) - int(self.baseline.text_bytes)  # type: ignore[arg-type]
 
     @property
-    def failures(self) -> List[CompileResult]:
-        seen: List[CompileResult] = []
+    def failures(self) -> List[CompiledModule]:
+        seen: List[CompiledModule] = []
         for r in (self.baseline, self.policy):
             if not r.ok and all(r is not s for s in seen):
                 seen.append(r)
@@ -253,9 +253,9 @@ def _score(module: Module, policy: Policy, work: str, toolchain: Toolchain, opti
             cached = cache.get(key)
         except (OSError, CorpusError):
             key = None   # the compile reports what is wrong with the module
-    def baseline(opts: CompileOptions) -> CompileResult:
+    def baseline(opts: CompileOptions) -> CompiledModule:
         if cached is not None:
-            return CompileResult(module.name, ok=True, text_bytes=cached, command="(cached)")
+            return CompiledModule(module.name, ok=True, text_bytes=cached, command="(cached)")
         r = compile_module(module, OZ, work, toolchain, opts, tag="oz")
         if r.ok and key is not None:
             cache.put(key, int(r.text_bytes))  # type: ignore[union-attr, arg-type]
@@ -308,17 +308,17 @@ def _evaluate_programs(corpus: Corpus, policy: Policy, toolchain: Toolchain, set
 
     with tempfile.TemporaryDirectory(prefix="mlbridge-eval-") as work, \
             cf.ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="mlbridge-eval") as pool:
-        def baseline(program: Program) -> "tuple[CompileResult, bool]":
+        def baseline(program: Program) -> "tuple[CompiledModule, bool]":
             key = key_of(program) if cache is not None else None
             cached = cache.get(key) if cache is not None and key is not None else None
             if cached is not None:
-                return CompileResult(program.name, ok=True, text_bytes=cached, command="(cached)"), True
+                return CompiledModule(program.name, ok=True, text_bytes=cached, command="(cached)"), True
             r = build_program(corpus, program, OZ, setting, work, toolchain, base_opts, tag="oz", keep=where)
             if r.ok and key is not None and cache is not None:
                 cache.put(key, int(r.text_bytes))  # type: ignore[arg-type]
             return r, False
 
-        def policy_run(program: Program) -> CompileResult:
+        def policy_run(program: Program) -> CompiledModule:
             if log_dir is None:
                 return build_program(corpus, program, policy, setting, work, toolchain, options, tag="policy",
                                      keep=where)

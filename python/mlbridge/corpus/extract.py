@@ -61,7 +61,7 @@ class Source:
 
 
 @dataclass(frozen=True)
-class Outcome:
+class Extraction:
     name: str
     #: extracted | unchanged | excluded (by --cmd-filter) | skipped (no module) | failed
     status: str
@@ -72,7 +72,7 @@ class Outcome:
 @dataclass
 class Report:
     out: str
-    outcomes: List[Outcome] = field(default_factory=list)
+    outcomes: List[Extraction] = field(default_factory=list)
     #: the modules the written corpus lists, in order
     modules: List[str] = field(default_factory=list)
 
@@ -80,7 +80,7 @@ class Report:
         return sum(1 for o in self.outcomes if o.status == status)
 
     @property
-    def failures(self) -> List[Outcome]:
+    def failures(self) -> List[Extraction]:
         return [o for o in self.outcomes if o.status == "failed"]
 
     def summary(self) -> Dict[str, Any]:
@@ -108,7 +108,7 @@ def _name_for(obj: str, base: str) -> str:
     return obj
 
 
-def sources_from_compile_commands(path: str) -> Tuple[List[Source], List[Outcome]]:
+def sources_from_compile_commands(path: str) -> Tuple[List[Source], List[Extraction]]:
     """Entries with ``-o`` (the command split on whitespace, as extract_ir does, or
     the ``arguments`` list); entries without one are reported as skipped."""
     try:
@@ -119,11 +119,11 @@ def sources_from_compile_commands(path: str) -> Tuple[List[Source], List[Outcome
     if not isinstance(entries, list):
         raise ExtractError(f"{path}: expected a JSON list of compile commands")
     sources: List[Source] = []
-    skipped: List[Outcome] = []
+    skipped: List[Extraction] = []
     for i, e in enumerate(entries):
         label = f"entry {i}"
         if not isinstance(e, dict) or not isinstance(e.get("directory"), str):
-            skipped.append(Outcome(label, "skipped", "not an object with a \"directory\""))
+            skipped.append(Extraction(label, "skipped", "not an object with a \"directory\""))
             continue
         label = str(e.get("file", label))
         if isinstance(e.get("arguments"), list) and all(isinstance(a, str) for a in e["arguments"]):
@@ -131,18 +131,18 @@ def sources_from_compile_commands(path: str) -> Tuple[List[Source], List[Outcome
         elif isinstance(e.get("command"), str):
             parts = e["command"].split()
         else:
-            skipped.append(Outcome(label, "skipped", "no \"command\" or \"arguments\""))
+            skipped.append(Extraction(label, "skipped", "no \"command\" or \"arguments\""))
             continue
         try:
             obj = parts[parts.index("-o") + 1]
         except (ValueError, IndexError):
-            skipped.append(Outcome(label, "skipped", "command has no -o OUTPUT"))
+            skipped.append(Extraction(label, "skipped", "command has no -o OUTPUT"))
             continue
         base = e["directory"]
         try:
             sources.append(Source(_name_for(obj, base), os.path.join(base, obj), "object", base))
         except CorpusError as exc:
-            skipped.append(Outcome(label, "failed", str(exc), obj))
+            skipped.append(Extraction(label, "failed", str(exc), obj))
     return sources, skipped
 
 
@@ -274,15 +274,15 @@ def _matches(cmd: bytes, pattern: "re.Pattern[str]") -> bool:
 
 
 def _extract_one(src: Source, out: str, opts: Options, pattern: Optional["re.Pattern[str]"],
-                 old: Optional[Dict[str, Any]]) -> Tuple[Outcome, Optional[Dict[str, Any]]]:
+                 old: Optional[Dict[str, Any]]) -> Tuple[Extraction, Optional[Dict[str, Any]]]:
     """Extracts one module; returns its outcome and its stamp entry (None: not in the corpus)."""
     try:
         check_name(src.name, out)   # the corpus folder it would leave; the outcome names the input
         sig = _signature(src.path)
     except CorpusError as exc:
-        return Outcome(src.name, "failed", str(exc), src.path), None
+        return Extraction(src.name, "failed", str(exc), src.path), None
     except OSError as exc:
-        return Outcome(src.name, "failed", f"cannot read the input: {exc.strerror}", src.path), None
+        return Extraction(src.name, "failed", f"cannot read the input: {exc.strerror}", src.path), None
     bc_out, cmd_out, index_out = _outputs(out, src.name)
     if old is not None and old.get("input") == sig:
         idx = old.get("index")
@@ -292,61 +292,61 @@ def _extract_one(src: Source, out: str, opts: Options, pattern: Optional["re.Pat
         except OSError:
             fresh = False
         if fresh:
-            return Outcome(src.name, "unchanged", path=src.path), old
+            return Extraction(src.name, "unchanged", path=src.path), old
     entry: Dict[str, Any] = {"input": sig, "index": None}
     try:
         if src.kind == "bitcode":
             with open(src.path, "rb") as f:
                 if not _is_bitcode(f.read(4)):
-                    return Outcome(src.name, "failed", "not LLVM bitcode", src.path), None
+                    return Extraction(src.name, "failed", "not LLVM bitcode", src.path), None
             _copy_atomic(src.path, bc_out)
-            return Outcome(src.name, "extracted", path=src.path), entry
+            return Extraction(src.name, "extracted", path=src.path), entry
         if src.kind == "lld-thinlto":
             index = src.path[:-len(LLD_IMPORT_SUFFIX)] + ".thinlto.bc"
             if not os.path.isfile(index):
-                return Outcome(src.name, "failed", f"no ThinLTO index {index} (link with "
+                return Extraction(src.name, "failed", f"no ThinLTO index {index} (link with "
                                "-Wl,--thinlto-emit-index-files)", src.path), None
             _copy_atomic(src.path, bc_out)
             _copy_atomic(index, index_out)
             entry["index"] = _signature(index)
-            return Outcome(src.name, "extracted", path=src.path), entry
+            return Extraction(src.name, "extracted", path=src.path), entry
         names = [opts.bitcode_section, opts.cmd_section]
         if elf.is_elf(src.path):
             sec = elf.read_sections(src.path, names)
         elif opts.objcopy:
             sec = _sections_via_objcopy(opts.objcopy, src.path, names)
         else:
-            return Outcome(src.name, "failed", "not an ELF object (give --objcopy for other "
+            return Extraction(src.name, "failed", "not an ELF object (give --objcopy for other "
                            "formats)", src.path), None
         bc, cmd = sec[opts.bitcode_section], sec[opts.cmd_section]
         if bc is None:
-            return Outcome(src.name, "failed", f"no {opts.bitcode_section} section (compiled "
+            return Extraction(src.name, "failed", f"no {opts.bitcode_section} section (compiled "
                            "without -Xclang -fembed-bitcode=all?)", src.path), None
         if cmd is None:
-            return Outcome(src.name, "failed", f"no {opts.cmd_section} section (compiled "
+            return Extraction(src.name, "failed", f"no {opts.cmd_section} section (compiled "
                            "with -fembed-bitcode=bitcode instead of =all?)", src.path), None
         if not _is_bitcode(bc):
             what = "empty (-fembed-bitcode=marker?)" if not bc else "not LLVM bitcode"
-            return Outcome(src.name, "failed", f"section {opts.bitcode_section} is {what}", src.path), None
+            return Extraction(src.name, "failed", f"section {opts.bitcode_section} is {what}", src.path), None
         if pattern is not None and not _matches(cmd, pattern):
-            return Outcome(src.name, "excluded", "command does not match --cmd-filter", src.path), None
+            return Extraction(src.name, "excluded", "command does not match --cmd-filter", src.path), None
         if opts.thinlto == "distributed":
             index = _thinlto_index(cmd, src.base)
             if index is None or not os.path.isfile(index):
                 why = "no -fthinlto-index= in its command" if index is None else f"index {index} missing"
-                return Outcome(src.name, "failed", why, src.path), None
+                return Extraction(src.name, "failed", why, src.path), None
             _copy_atomic(index, index_out)
             entry["index"] = _signature(index)
         _write_atomic(cmd_out, cmd)
         _write_atomic(bc_out, bc)
-        return Outcome(src.name, "extracted", path=src.path), entry
+        return Extraction(src.name, "extracted", path=src.path), entry
     except elf.ElfError as exc:
-        return Outcome(src.name, "failed", f"malformed object: {exc}", src.path), None
+        return Extraction(src.name, "failed", f"malformed object: {exc}", src.path), None
     except subprocess.TimeoutExpired:
-        return Outcome(src.name, "failed", f"llvm-objcopy timed out after {OBJCOPY_TIMEOUT:.0f} s",
+        return Extraction(src.name, "failed", f"llvm-objcopy timed out after {OBJCOPY_TIMEOUT:.0f} s",
                        src.path), None
     except OSError as exc:
-        return Outcome(src.name, "failed", f"{exc.strerror or exc}: {exc.filename or src.path}",
+        return Extraction(src.name, "failed", f"{exc.strerror or exc}: {exc.filename or src.path}",
                        src.path), None
 
 
@@ -382,8 +382,8 @@ def _make_output_folder(out: str) -> None:
 
 def extract(sources: Sequence[Source], out: str, *, options: Options = Options(),
             jobs: Optional[int] = None, global_command_override: Optional[Sequence[str]] = None,
-            pre_outcomes: Iterable[Outcome] = (),
-            on_done: Optional[Callable[[Outcome], None]] = None) -> Report:
+            pre_outcomes: Iterable[Extraction] = (),
+            on_done: Optional[Callable[[Extraction], None]] = None) -> Report:
     """Extracts every source into the corpus OUT and writes its description.
     ``pre_outcomes`` are findings of the input scan (skipped/failed entries) to report."""
     _make_output_folder(out)
@@ -395,13 +395,13 @@ def extract(sources: Sequence[Source], out: str, *, options: Options = Options()
     unique: List[Source] = []
     for s in sources:
         if s.name in seen:
-            report.outcomes.append(Outcome(s.name, "failed", "two inputs give this module name "
+            report.outcomes.append(Extraction(s.name, "failed", "two inputs give this module name "
                                            f"(kept {unique[seen[s.name]].path})", s.path))
             continue
         seen[s.name] = len(unique)
         unique.append(s)
     entries: List[Optional[Dict[str, Any]]] = [None] * len(unique)
-    outcomes: List[Optional[Outcome]] = [None] * len(unique)
+    outcomes: List[Optional[Extraction]] = [None] * len(unique)
 
     def work(i: int) -> int:
         o, e = _extract_one(unique[i], out, options, pattern, old_modules.get(unique[i].name))

@@ -36,8 +36,8 @@ import time
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from .compile import (CompileOptions, CompileResult, CompileSetupError, Policy, Toolchain, compile_module,
-                      plugin_verdict, _last_lines)
+from .compile import (CompileOptions, CompiledModule, CompileSetupError, Policy, SetupArgumentError, Toolchain,
+                      compile_module, plugin_verdict, _last_lines)
 from .elf import ElfError, defined_dynamic_symbols, text_size
 from .layout import Corpus, CorpusError, Module
 from .programs import Program
@@ -57,7 +57,7 @@ class Setting:
     @staticmethod
     def parse(name: str) -> "Setting":
         if name not in SETTINGS:
-            raise CompileSetupError(f"--setting {name!r}: expected one of {', '.join(SETTINGS)}")
+            raise SetupArgumentError("setting", f"{{arg}} {name!r}: expected one of {', '.join(SETTINGS)}")
         return Setting(name)
 
     @property
@@ -174,13 +174,13 @@ def _run(cmd: List[str], env: Dict[str, str], policy: Policy, timeout: float, cw
 
 def build_program(corpus: Corpus, program: Program, policy: Policy, setting: Setting, work: str,
                   toolchain: Toolchain, options: CompileOptions, *, tag: str = "",
-                  keep: bool = False, link_env: Optional[Dict[str, str]] = None) -> CompileResult:
+                  keep: bool = False, link_env: Optional[Dict[str, str]] = None) -> CompiledModule:
     """Compiles PROGRAM's modules under POLICY in SETTING, links them and measures
-    the linked file's .text. Returns a CompileResult named after the program
+    the linked file's .text. Returns a CompiledModule named after the program
     (``ok=False`` with the reason when a member, the link or a check fails).
     KEEP: leave the linked file (``object_path``) for the caller. LINK_ENV: more
     of the linker's environment (a training log's path)."""
-    res = CompileResult(program.name, ok=False)
+    res = CompiledModule(program.name, ok=False)
     start = time.monotonic()
     folder = os.path.join(work, f"{program.name}.{tag or policy.kind}")
     os.makedirs(folder, exist_ok=True)
@@ -217,11 +217,11 @@ def build_program(corpus: Corpus, program: Program, policy: Policy, setting: Set
 
 def link_program(program: Program, inputs: Sequence[str], policy: Policy, setting: Setting, folder: str,
                  toolchain: Toolchain, options: CompileOptions, opt: str, *, keep: bool = False,
-                 extra_env: Optional[Dict[str, str]] = None) -> CompileResult:
+                 extra_env: Optional[Dict[str, str]] = None) -> CompiledModule:
     """Links INPUTS (the members' objects, or LTO bitcode) into FOLDER/NAME and
     measures it; in lto the policy (its linker part) decides again in the linker. ``decisions``:
     the linker's own. EXTRA_ENV: more of the linker's environment (a trace)."""
-    res = CompileResult(program.name, ok=False)
+    res = CompiledModule(program.name, ok=False)
     start = time.monotonic()
     out = os.path.join(folder, program.name)
     try:
@@ -292,7 +292,7 @@ class ProgramUnit:
         return f"{os.path.basename(os.path.normpath(self.corpus.root))}/{self.program.name}"
 
     def build(self, policy: Policy, work: str, toolchain: Toolchain, options: CompileOptions,
-              tag: str = "") -> CompileResult:
+              tag: str = "") -> CompiledModule:
         r = build_program(self.corpus, self.program, policy, self.setting, work, toolchain, options, tag=tag)
         r.module = self.name
         return r

@@ -23,6 +23,11 @@ from .programs import Program
 LINKER_LOG = "link.{module}.log"
 
 
+def training_log_args(path: str) -> List[str]:
+    """The clang arguments that make the (loaded) plugin write its training log to PATH."""
+    return ["-mllvm", f"-mlbridge-inline-training-log={path}"]
+
+
 def logging_options(options: CompileOptions, policy: Policy, toolchain: Toolchain,
                     path_of: Callable[[Module], str]) -> CompileOptions:
     """OPTIONS plus the plugin's training log at PATH_OF(module) for every
@@ -32,7 +37,7 @@ def logging_options(options: CompileOptions, policy: Policy, toolchain: Toolchai
     def extra(m: Module) -> List[str]:
         path = path_of(m)
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-        return load + ["-mllvm", f"-mlbridge-inline-training-log={path}"]
+        return load + training_log_args(path)
     return dataclasses.replace(options, extra_args=extra)
 
 

@@ -60,6 +60,19 @@ def summarize(changes: Iterable[FunctionChange], top: int = 10) -> Dict[str, Any
             "grew_most": [row(c) for c in reversed(by_delta[-top:]) if c.delta > 0]}
 
 
+def where_summary(scores: Iterable[Any], top: int = 10) -> Dict[str, Any]:
+    """The function changes of an evaluation's scores (``evaluate(where=True)``),
+    summed up (``summarize``), with the number of modules compared and C++ names
+    demangled."""
+    scores = list(scores)
+    summary = summarize((c for s in scores for c in (s.functions or [])), top=top)
+    summary["modules_compared"] = sum(1 for s in scores if s.functions is not None)
+    rows = summary["saved_most"] + summary["grew_most"]
+    for r, name in zip(rows, demangle([r["function"] for r in rows])):
+        r["function"] = name
+    return summary
+
+
 def demangle(names: Sequence[str], cxxfilt: Optional[str] = None, timeout: float = 10.0) -> List[str]:
     """C++ names demangled by llvm-cxxfilt / c++filt when one is installed (one
     process for all names); the names as they are otherwise."""

@@ -2,7 +2,7 @@
 on a cluster (``mlbridge train run --ray ADDRESS``).
 
 Both take the same jobs, ``(unit, policy, tag)``, and return one
-CompileResult per job, in order. A unit is a corpus module, or in a
+CompiledModule per job, in order. A unit is a corpus module, or in a
 whole-program setting a program (its members compiled and linked: one task).
 On Ray, each task compiles with the corpus module's own command exactly as a
 local compile does (corpus/compile.py), so every node needs the corpora,
@@ -20,7 +20,7 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from ..corpus.compile import CompileOptions, CompileResult, Policy, Toolchain, compile_module
+from ..corpus.compile import CompileOptions, CompiledModule, Policy, Toolchain, compile_module
 from ..corpus.layout import Module
 from ..corpus.settings import LINK_TIMEOUT
 
@@ -28,7 +28,7 @@ Job = Tuple[Module, Policy, str]
 
 
 def build_unit(unit: Any, policy: Policy, work: str, toolchain: Toolchain, options: CompileOptions,
-               tag: str) -> CompileResult:
+               tag: str) -> CompiledModule:
     """A training unit under POLICY: a corpus module (objects setting), or a
     program in a whole-program setting (``settings.ProgramUnit``)."""
     if isinstance(unit, Module):
@@ -42,7 +42,7 @@ class LocalCompiles:
     def __init__(self, jobs: int) -> None:
         self.jobs = max(1, jobs)
 
-    def run(self, jobs: Sequence[Job], work: str, toolchain: Toolchain, options: CompileOptions) -> List[CompileResult]:
+    def run(self, jobs: Sequence[Job], work: str, toolchain: Toolchain, options: CompileOptions) -> List[CompiledModule]:
         with ThreadPoolExecutor(self.jobs) as pool:
             return list(pool.map(lambda j: build_unit(j[0], j[1], work, toolchain, options, j[2]), jobs))
 
@@ -51,7 +51,7 @@ class LocalCompiles:
 
 
 def _compile_task(unit: Any, spec: str, model: Optional[bytes], toolchain: Toolchain,
-                  options: CompileOptions, tag: str) -> CompileResult:
+                  options: CompileOptions, tag: str) -> CompiledModule:
     """One unit on a Ray worker (a module's compile, or a program's compiles and
     link): the model's bytes become a file in a private folder; the compiler
     and the linker get the worker's environment, not the driver's."""
@@ -94,12 +94,12 @@ class RayCompiles:
             ray.init(**kwargs)
         self._task = ray.remote(num_cpus=1, max_retries=2)(_compile_task)
 
-    def run(self, jobs: Sequence[Job], work: str, toolchain: Toolchain, options: CompileOptions) -> List[CompileResult]:
+    def run(self, jobs: Sequence[Job], work: str, toolchain: Toolchain, options: CompileOptions) -> List[CompiledModule]:
         models: Dict[str, Any] = {}
         refs = []
         for module, policy, tag in jobs:
             if policy.kind == "python":
-                raise ValueError("a Python policy answers in this process: it cannot run on Ray (use --algo es)")
+                raise ValueError("a Python policy answers in this process: it cannot run on Ray (ONNX policies can)")
             model = None
             if policy.kind == "onnx":
                 assert policy.model is not None

@@ -14,8 +14,9 @@ from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..corpus.compile import CompileOptions, CompileResult, Policy, Toolchain, compile_module, plugin_args
+from ..corpus.compile import CompileOptions, CompiledModule, Policy, Toolchain, compile_module, plugin_args
 from ..corpus.layout import Module
+from ..corpus.training_logs import training_log_args
 from ..llvm.inliner_features import DEFAULT_DECISION, FEATURES
 from ..llvm.training_log import read_training_log
 
@@ -24,7 +25,7 @@ _DECISION = "inlining_decision"
 
 
 @dataclass
-class Trajectory:
+class LoggedDecisions:
     """Per query: raw features [n, 38], the stock answer, the answer taken, and
     (for the search) whether a flip was tried there."""
     x: np.ndarray
@@ -33,8 +34,8 @@ class Trajectory:
     tested: np.ndarray
 
 
-def read_decisions(log_path: str) -> Optional[Trajectory]:
-    """A training log's queries as a Trajectory (None when it logged none)."""
+def read_decisions(log_path: str) -> Optional[LoggedDecisions]:
+    """A training log's queries as a LoggedDecisions (None when it logged none)."""
     log = read_training_log(log_path)
     trajs = [t for t in log.trajectories if t.steps]
     if not trajs:
@@ -42,11 +43,11 @@ def read_decisions(log_path: str) -> Optional[Trajectory]:
     x = np.concatenate([np.column_stack([t.features[n].reshape(t.steps) for n in FEATURES]) for t in trajs])
     default = np.concatenate([t.features[DEFAULT_DECISION].reshape(t.steps) for t in trajs]).astype(np.int8)
     decision = np.concatenate([t.features[_DECISION].reshape(t.steps) for t in trajs]).astype(np.int8)
-    return Trajectory(x.astype(np.int64), default, decision, np.zeros(len(default), bool))
+    return LoggedDecisions(x.astype(np.int64), default, decision, np.zeros(len(default), bool))
 
 
 def _flip_args(plugin: str, log_path: str, flips: Sequence[int], model: Optional[str]) -> List[str]:
-    args = plugin_args(plugin) + ["-mllvm", f"-mlbridge-inline-training-log={log_path}"]
+    args = plugin_args(plugin) + training_log_args(log_path)
     if model:
         args += ["-mllvm", "-mlbridge-inline-runner=onnx", "-mllvm", f"-mlbridge-inline-model={model}"]
     if flips:
@@ -56,7 +57,7 @@ def _flip_args(plugin: str, log_path: str, flips: Sequence[int], model: Optional
 
 def compile_with_flips(module: Module, flips: Sequence[int], toolchain: Toolchain, work: str, *,
                        timeout: float = 120.0, want_log: bool = True, model: Optional[str] = None
-                       ) -> Tuple[CompileResult, Optional[Trajectory]]:
+                       ) -> Tuple[CompiledModule, Optional[LoggedDecisions]]:
     """Compiles ``module`` with the stock heuristic (or the ONNX policy
     ``model``, in-process) deciding, its answers inverted at ``flips``; the
     result (its size; ok=False with the reason when it failed) and

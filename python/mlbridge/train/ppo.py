@@ -20,7 +20,7 @@ def _log_sigmoid(s: np.ndarray) -> np.ndarray:
 
 
 @dataclass
-class Trajectory:
+class SampledDecisions:
     """The decisions of one compilation of one module."""
     module: str
     x: List[np.ndarray] = field(default_factory=list)      # network inputs, one row per decision
@@ -31,9 +31,9 @@ class Trajectory:
 
 class SamplingPolicy:
     """The policy as the compiler sees it while collecting: samples each decision
-    and records it into a :class:`Trajectory` (one instance per compilation)."""
+    and records it into a :class:`SampledDecisions` (one instance per compilation)."""
 
-    def __init__(self, policy: MLPPolicy, traj: Trajectory, rng: np.random.Generator,
+    def __init__(self, policy: MLPPolicy, traj: SampledDecisions, rng: np.random.Generator,
                  greedy: bool = False) -> None:
         self.policy, self.traj, self.rng, self.greedy = policy, traj, rng, greedy
         self._lock = threading.Lock()
@@ -60,7 +60,7 @@ class PPO:
         self.opt = Adam(policy.dim, lr)
         self.baselines: Dict[str, float] = {}
 
-    def advantages(self, trajs: Sequence[Trajectory]) -> np.ndarray:
+    def advantages(self, trajs: Sequence[SampledDecisions]) -> np.ndarray:
         adv = []
         for t in trajs:
             b = self.baselines.get(t.module)
@@ -72,7 +72,7 @@ class PPO:
         a = np.asarray(adv)
         return a / (a.std() + 1e-8) if a.std() > 0 else a
 
-    def update(self, trajs: Sequence[Trajectory]) -> Dict[str, float]:
+    def update(self, trajs: Sequence[SampledDecisions]) -> Dict[str, float]:
         trajs = [t for t in trajs if t.reward is not None and t.actions]
         if not trajs:
             return {"steps": 0.0}

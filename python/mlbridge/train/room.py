@@ -34,7 +34,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ..core.errors import BAD_JSON, MLBridgeError
 from ..core.files import write_json_atomic
-from ..corpus.compile import CompileOptions, CompileResult, Policy, Toolchain, compile_module
+from ..corpus.compile import CompileOptions, CompiledModule, Policy, Toolchain, compile_module
 from ..corpus.layout import Corpus
 from ..corpus.programs import Program
 from ..corpus.settings import Setting, build_program, link_program, opt_level
@@ -331,8 +331,8 @@ class RoomSearch:
         finally:
             shutil.rmtree(folder, ignore_errors=True)
 
-    def _objects(self, policy: Policy, folder: str, opts: CompileOptions) -> CompileResult:
-        total = CompileResult(self.program.name, ok=True, text_bytes=0)
+    def _objects(self, policy: Policy, folder: str, opts: CompileOptions) -> CompiledModule:
+        total = CompiledModule(self.program.name, ok=True, text_bytes=0)
         for m in self.program.members(self.corpus):
             r = compile_module(m, policy, folder, self.toolchain, opts, tag="room")
             if not r.ok:

@@ -42,7 +42,7 @@ import numpy as np
 from ..corpus.compile import Toolchain
 from ..corpus.layout import Module
 from ..llvm.inliner_features import FEATURES
-from .logged_compile import Trajectory, compile_with_flips
+from .logged_compile import LoggedDecisions, compile_with_flips
 
 
 @dataclass
@@ -77,8 +77,8 @@ class ModuleSearch:
 
 
 def search_module(module: Module, toolchain: Toolchain, work: str, tries: int, rng: np.random.Generator, *,
-                  timeout: float = 120.0, propose: Optional[Callable[[Trajectory], np.ndarray]] = None,
-                  model: Optional[str] = None) -> Tuple[ModuleSearch, Optional[Trajectory]]:
+                  timeout: float = 120.0, propose: Optional[Callable[[LoggedDecisions], np.ndarray]] = None,
+                  model: Optional[str] = None) -> Tuple[ModuleSearch, Optional[LoggedDecisions]]:
     """The greedy flip search on one module (see the module docstring).
 
     Candidates are ``tries`` query indices drawn uniformly, or, with
@@ -154,13 +154,13 @@ def _module_file(root: str, name: str) -> str:
     return os.path.join(root, "search", f"{os.path.basename(name)[:40]}.{key}.npz")
 
 
-def save_module(root: str, res: ModuleSearch, traj: Optional[Trajectory]) -> None:
+def save_module(root: str, res: ModuleSearch, traj: Optional[LoggedDecisions]) -> None:
     """Writes the module's trajectory (atomically) and appends its summary line."""
     path = _module_file(root, res.module)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     tmp = path + ".tmp.npz"
     if traj is None:
-        traj = Trajectory(np.zeros((0, len(FEATURES)), np.int64), np.zeros(0, np.int8), np.zeros(0, np.int8),
+        traj = LoggedDecisions(np.zeros((0, len(FEATURES)), np.int64), np.zeros(0, np.int8), np.zeros(0, np.int8),
                           np.zeros(0, bool))
     np.savez_compressed(tmp, x=traj.x, default=traj.default, decision=traj.decision, tested=traj.tested,
                         summary=np.frombuffer(json.dumps(asdict(res)).encode(), np.uint8))
@@ -169,7 +169,7 @@ def save_module(root: str, res: ModuleSearch, traj: Optional[Trajectory]) -> Non
         f.write(json.dumps(asdict(res)) + "\n")
 
 
-def _read(root: str, name: str, arrays: bool) -> Optional[Tuple[ModuleSearch, Optional[Trajectory]]]:
+def _read(root: str, name: str, arrays: bool) -> Optional[Tuple[ModuleSearch, Optional[LoggedDecisions]]]:
     """A saved module: its summary and (``arrays``) its trajectory. None when
     there is none, or when the file cannot be read (it is searched again)."""
     path = _module_file(root, name)
@@ -180,7 +180,7 @@ def _read(root: str, name: str, arrays: bool) -> Optional[Tuple[ModuleSearch, Op
             res = ModuleSearch(**json.loads(bytes(z["summary"]).decode()))
             if not arrays:
                 return res, None
-            return res, Trajectory(z["x"], z["default"], z["decision"], z["tested"])
+            return res, LoggedDecisions(z["x"], z["default"], z["decision"], z["tested"])
     except (OSError, ValueError, KeyError, TypeError, zipfile.BadZipFile) as exc:
         warnings.warn(f"{path}: unreadable search result ({type(exc).__name__}: {exc}); searching it again")
         return None
@@ -191,12 +191,12 @@ def load_summary(root: str, name: str) -> Optional[ModuleSearch]:
     return got[0] if got is not None else None
 
 
-def load_module(root: str, name: str) -> Optional[Tuple[ModuleSearch, Trajectory]]:
+def load_module(root: str, name: str) -> Optional[Tuple[ModuleSearch, LoggedDecisions]]:
     got = _read(root, name, arrays=True)
     return (got[0], got[1]) if got is not None and got[1] is not None else None
 
 
-def _proposer(cfg: SearchConfig) -> Optional[Callable[[Trajectory], np.ndarray]]:
+def _proposer(cfg: SearchConfig) -> Optional[Callable[[LoggedDecisions], np.ndarray]]:
     """--propose: where that policy disagrees with the decisions taken; --around
     alone: each of the policy's own departures from -Oz (checked in context)."""
     if cfg.propose:

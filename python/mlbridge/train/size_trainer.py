@@ -29,13 +29,13 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..corpus.compile import CompileOptions, CompileResult, Policy, Toolchain
+from ..corpus.compile import CompileOptions, CompiledModule, Policy, Toolchain
 from ..core.files import write_json_atomic
 from ..corpus.layout import Corpus, Module
 from .compiles import LocalCompiles
 from .es import ES
 from .policy import MLPPolicy
-from .ppo import PPO, SamplingPolicy, Trajectory
+from .ppo import PPO, SampledDecisions, SamplingPolicy
 
 @dataclass
 class TrainConfig:
@@ -185,12 +185,12 @@ class SizeTrainer:
         return self.elapsed_before + time.monotonic() - self._start
 
     # ---- compiling ----------------------------------------------------------------------
-    def _compile(self, jobs: List[Tuple[Module, Policy, str]]) -> List[CompileResult]:
+    def _compile(self, jobs: List[Tuple[Module, Policy, str]]) -> List[CompiledModule]:
         res = self.compiles.run(jobs, self.work, self.toolchain, CompileOptions(timeout=self.cfg.timeout))
         self.total_compiles += len(res)
         return res
 
-    def _reward(self, r: CompileResult) -> float:
+    def _reward(self, r: CompiledModule) -> float:
         # A failed compile scores as -Oz (reward 0): never better than the baseline.
         return reward_of(self.baseline[r.module], r.text_bytes) if r.ok and r.text_bytes else 0.0
 
@@ -234,7 +234,7 @@ class SizeTrainer:
         assert self.ppo is not None
         t0 = time.monotonic()
         batch = self._batch()
-        trajs = [Trajectory(m.name) for m in batch]
+        trajs = [SampledDecisions(m.name) for m in batch]
         seeds = self.rng.integers(0, 2 ** 63, len(batch))
         jobs = []
         for m, t, s in zip(batch, trajs, seeds):

@@ -1,6 +1,6 @@
 """The plugin's ML inliner with a TensorFlow SavedModel compiled by XLA
 (-mlbridge-inline-runner=tfaot -mlbridge-inline-model=LIB.so), against the
-same SavedModel converted to ONNX (mlbridge.convert) in the built-in engine
+same SavedModel converted to ONNX (mlbridge convert) in the built-in engine
 and against the hand-built callee_bb_le_3.onnx (the same decision rule):
 identical IR from opt-19 and from clang-19. Models: tests/tfaot (ctest tf.llvm)."""
 from __future__ import annotations

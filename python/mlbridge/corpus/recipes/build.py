@@ -24,8 +24,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from ...core.errors import MLBridgeError
-from ..extract import Outcome, Report, extract, sources_from_compile_commands
+from ...core.errors import ArgumentError, MLBridgeError
+from ..extract import Extraction, Report, extract, sources_from_compile_commands
 from ..programs import write_programs
 from .recipe import Recipe
 
@@ -42,6 +42,10 @@ MAX_ARCHIVE_BYTES = 512 << 20
 
 class BuildError(MLBridgeError):
     """A recipe could not be fetched, verified or unpacked."""
+
+
+class BuildToolMissing(BuildError, ArgumentError):
+    """The C or C++ compiler given (argument ``cc`` or ``cxx``) is not on PATH."""
 
 
 def default_cache() -> str:
@@ -61,7 +65,7 @@ class BuildResult:
     work: str
     compiled: int = 0
     up_to_date: int = 0
-    compile_failures: List[Outcome] = field(default_factory=list)
+    compile_failures: List[Extraction] = field(default_factory=list)
     extract_report: Optional[Report] = None
     lines: int = 0
     seconds: Dict[str, float] = field(default_factory=dict)
@@ -231,9 +235,9 @@ def build(recipe: Recipe, *, cache: Optional[str] = None, jobs: Optional[int] = 
     work = os.path.join(cache, ".work", f"{recipe.name}-{recipe.version}")
     corpus = os.path.join(cache, recipe.name)
     res = BuildResult(recipe, corpus, work)
-    for tool in (cc, cxx):
+    for argument, tool in (("cc", cc), ("cxx", cxx)):
         if shutil.which(tool) is None:
-            raise BuildError(f"{tool} not found (install clang-19, or give --cc/--cxx)")
+            raise BuildToolMissing(argument, f"{tool} not found (install clang-19, or give {{arg}})")
     t0 = time.monotonic()
     if recipe.local is not None:
         top = os.path.join(repo_root(), recipe.local)
@@ -274,7 +278,7 @@ def build(recipe: Recipe, *, cache: Optional[str] = None, jobs: Optional[int] = 
     with ThreadPoolExecutor(max_workers=max(1, jobs or os.cpu_count() or 1)) as pool:
         for e, status, reason in pool.map(one, entries):
             if status == "failed":
-                res.compile_failures.append(Outcome(os.path.relpath(e["file"], top), "failed", reason, e["file"]))
+                res.compile_failures.append(Extraction(os.path.relpath(e["file"], top), "failed", reason, e["file"]))
             else:
                 ok_outputs.add(e["output"])
                 if status == "compiled":

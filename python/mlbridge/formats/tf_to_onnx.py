@@ -2,7 +2,7 @@
 development-mode model folder: ``model.tflite`` + ``output_spec.json``) to an
 ``.onnx`` file that mlbridge's built-in engine and ``mlbridge-aot`` accept.
 
-    from mlbridge.convert import convert
+    from mlbridge.formats.tf_to_onnx import convert
     report = convert("saved_policy/", "policy.onnx")
     print(report.summary())
 
@@ -43,11 +43,13 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 try:  # as part of the package; when run as the TF worker script there is none
-    from .core.errors import MLBridgeError as _Base
+    from ..core.errors import ArgumentError as _ArgumentBase
+    from ..core.errors import MLBridgeError as _Base
 except ImportError:  # pragma: no cover - TF environment
-    _Base = Exception  # type: ignore[misc,assignment]
+    _Base = _ArgumentBase = Exception  # type: ignore[misc,assignment]
 
-__all__ = ["convert", "ConvertError", "ConvertReport", "TensorInfo", "ENGINE_OPS", "find_tf_python", "main"]
+__all__ = ["convert", "ConvertError", "ConvertArgumentError", "ConvertReport", "TensorInfo", "ENGINE_OPS",
+           "DEFAULT_OPSET", "TF_ENV_VAR", "find_tf_python"]
 
 # The built-in engine's operators (src/engine/graph.h, MLBRIDGE_ENGINE_OPS;
 # tests/python/test_convert.py checks the two lists are equal).
@@ -67,6 +69,10 @@ DEFAULT_OPSET = 17
 class ConvertError(_Base):
     """A conversion failed: bad source, TF environment missing, tf2onnx error,
     or outputs that differ from the source model. One line, for the user."""
+
+
+class ConvertArgumentError(ConvertError, _ArgumentBase):  # type: ignore[misc,valid-type]
+    """An argument of :func:`convert` is unusable (``dst`` a folder)."""
 
 
 @dataclass
@@ -284,7 +290,7 @@ def convert(src: str, dst: str, *, tf_python: Optional[str] = None, opset: int =
     if samples < 1:
         raise ConvertError("samples must be at least 1")
     if os.path.isdir(dst):   # checked first: the result would land inside it under another name
-        raise ConvertError(f"{dst}: is a folder; -o names the .onnx file to write")
+        raise ConvertArgumentError("dst", f"{dst}: is a folder; {{arg}} names the .onnx file to write")
     py = find_tf_python(tf_python)
     report = ConvertReport(source=src, output=dst, kind=kind, opset=opset, samples=samples, rtol=rtol, atol=atol)
     with tempfile.TemporaryDirectory(prefix="mlbridge-convert-") as work:
@@ -376,45 +382,6 @@ def _finish(src: str, dst: str, work: str, result_path: str, report: ConvertRepo
         raise
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    """`mlbridge convert MODEL -o model.onnx` (the lead wires the sub-command)."""
-    import argparse
-
-    class _Parser(argparse.ArgumentParser):
-        def error(self, message: str) -> None:   # one line (no usage block), exit code 2, as every command
-            self.exit(2, f"mlbridge convert: error: {message}\n")
-
-    ap = _Parser(prog="mlbridge convert", description="Convert a TensorFlow SavedModel or .tflite "
-                 "file to ONNX for mlbridge's engine and mlbridge-aot (checked on random inputs).")
-    ap.add_argument("model", help="SavedModel folder, .tflite file, or LLVM model folder (model.tflite)")
-    ap.add_argument("-o", "--output", required=True, help="the .onnx file to write")
-    ap.add_argument("--opset", type=int, default=DEFAULT_OPSET)
-    ap.add_argument("--signature", default="serving_default")
-    ap.add_argument("--tag-set", default="serve")
-    ap.add_argument("--samples", type=int, default=16, help="random inputs checked (default 16)")
-    ap.add_argument("--rtol", type=float, default=1e-4)
-    ap.add_argument("--atol", type=float, default=1e-5)
-    ap.add_argument("--tf-python", help=f"Python of the TensorFlow environment (default ${TF_ENV_VAR} or .deps/tf-venv)")
-    ap.add_argument("--json", action="store_true", help="print the report as JSON")
-    a = ap.parse_args(argv)
-    try:
-        rep = convert(a.model, a.output, tf_python=a.tf_python, opset=a.opset, signature=a.signature,
-                      tag_set=a.tag_set, samples=a.samples, rtol=a.rtol, atol=a.atol)
-    except ConvertError as e:
-        print(f"mlbridge convert: error: {e}", file=sys.stderr)
-        return 1
-    if a.json:
-        import dataclasses
-        print(json.dumps(dataclasses.asdict(rep)))
-    else:
-        print(rep.summary())
-    if rep.unsupported_ops:
-        print("mlbridge convert: warning: the built-in engine lacks " + ", ".join(sorted(rep.unsupported_ops)) +
-              " (ONNX Runtime can run the file; the engine and mlbridge-aot refuse it)", file=sys.stderr)
-        return 2
-    return 0
-
-
 # ---- the TensorFlow side (runs in the TF environment) ------------------------
 
 def _worker_fail(msg: str) -> None:
@@ -503,8 +470,8 @@ def _tf_worker(job: Dict[str, Any]) -> None:  # pragma: no cover - runs in the T
         json.dump({"inputs": inputs, "outputs": outputs}, f)
 
 
-if __name__ == "__main__":
+if __name__ == "__main__":   # run by convert() in the TensorFlow environment; the command is cli/convert.py
     if len(sys.argv) == 3 and sys.argv[1] == "--tf-worker":
         _tf_worker(json.loads(sys.argv[2]))
     else:
-        sys.exit(main())
+        sys.exit("usage: mlbridge convert MODEL -o MODEL.onnx (this file runs as the TensorFlow side only)")
