@@ -78,6 +78,16 @@ class Lowerer {
     p_->paramStore.push_back(std::move(sp));
     return raw;
   }
+  // Parameter blocks point at arrays (Concat inputs, Reduce offsets, MatMul
+  // batches); the Program owns them with the blocks. Never empty: a valid pointer.
+  template <class T>
+  const T* array(std::vector<T> v) {
+    if (v.empty()) v.push_back(T());
+    std::shared_ptr<std::vector<T>> sp = std::make_shared<std::vector<T>>(std::move(v));
+    const T* raw = sp->data();
+    p_->paramStore.push_back(std::move(sp));
+    return raw;
+  }
   void emit(KernelFn fn, const void* params, const char* name, std::vector<int> reads, std::vector<int> writes) {
     Step s;
     s.fn = fn;
@@ -367,15 +377,16 @@ Status lowerConcat(LowerCtx& c) {
   p->out = c.L.slotOf(c.n.outputs[0]);
   p->outer = static_cast<size_t>(prod(o.shape, 0, axis));
   std::vector<int> reads;
+  std::vector<size_t> chunks;
   const size_t es = dtypeSize(o.dtype);
   for (size_t k = 0; k < c.n.inputs.size(); ++k) {
     const Value& v = c.in(k);
-    size_t chunk = static_cast<size_t>(prod(v.shape, axis, v.shape.size())) * es;
-    p->in.push_back(c.L.slotOf(c.n.inputs[k]));
-    p->chunk.push_back(chunk);
-    p->outChunk += chunk;
-    reads.push_back(p->in.back());
+    chunks.push_back(static_cast<size_t>(prod(v.shape, axis, v.shape.size())) * es);
+    reads.push_back(c.L.slotOf(c.n.inputs[k]));
   }
+  p->nin = reads.size();
+  p->in = c.L.array(reads);
+  p->chunk = c.L.array(std::move(chunks));
   c.L.emit(concatKernel, p, "concat", reads, {p->out});
   return Status::OK();
 }
@@ -550,12 +561,13 @@ Status lowerReduce(LowerCtx& c) {
       }
     }
   };
-  if (x.count() == 0 && elementCount(keptDims) == 0) {
-    p->base.clear();
-  } else {
-    enumerate(keptDims, keptStride, &p->base);
-  }
-  enumerate(redDims, redStride, &p->offsets);
+  std::vector<int64_t> base, offsets;
+  if (x.count() != 0 || elementCount(keptDims) != 0) enumerate(keptDims, keptStride, &base);
+  enumerate(redDims, redStride, &offsets);
+  p->nbase = base.size();
+  p->noffsets = offsets.size();
+  p->base = c.L.array(std::move(base));
+  p->offsets = c.L.array(std::move(offsets));
   c.L.emit(fn, p, "reduce", {p->in}, {p->out});
   return Status::OK();
 }
@@ -678,6 +690,7 @@ Status emitMatMul(LowerCtx& c, DType dtype, int aSlot, const Shape& aShape, int 
   for (size_t d = 0; d < r; ++d) oBatch[d] = std::max(aBatch[d], bBatch[d]);
   Shape aSt = stridesOf(aBatch), bSt = stridesOf(bBatch);
   size_t nb = elementCount(oBatch);
+  std::vector<size_t> aOffset, bOffset;
   std::vector<int64_t> idx(r, 0);
   for (size_t k = 0; k < nb; ++k) {
     size_t ao = 0, bo = 0;
@@ -685,13 +698,16 @@ Status emitMatMul(LowerCtx& c, DType dtype, int aSlot, const Shape& aShape, int 
       if (aBatch[d] != 1) ao += static_cast<size_t>(idx[d] * aSt[d]);
       if (bBatch[d] != 1) bo += static_cast<size_t>(idx[d] * bSt[d]);
     }
-    p->aOffset.push_back(ao * p->M * p->K);
-    p->bOffset.push_back(bo * p->K * p->N);
+    aOffset.push_back(ao * p->M * p->K);
+    bOffset.push_back(bo * p->K * p->N);
     for (size_t d = r; d-- > 0;) {
       if (++idx[d] < oBatch[d]) break;
       idx[d] = 0;
     }
   }
+  p->nbatch = aOffset.size();
+  p->aOffset = c.L.array(std::move(aOffset));
+  p->bOffset = c.L.array(std::move(bOffset));
   c.L.emit(fn, p, "matmul", {aSlot, bSlot}, {outSlot});
   return Status::OK();
 }

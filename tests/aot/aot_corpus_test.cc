@@ -16,6 +16,7 @@
 #include "aot_registry.h"
 #include "corpus.h"
 #include "mlbridge/aot_runner.h"
+#include "mlbridge/onnx_runner.h"
 
 namespace mlbridge {
 namespace {
@@ -99,6 +100,46 @@ TEST(AotCorpus, BareFunctionMatches) {
           EXPECT_TRUE(closeEnough(t, outs[o], e.rtol, e.atol)) << e.name;
         }
   }
+}
+
+// One source of kernels (src/engine/kernel_params.inc, kernels_generic.inc,
+// kernels_isa.inc, pasted into the generated code): an AOT model compiled
+// for the baseline ISA computes exactly what the engine computes with its
+// baseline kernels, bit for bit, on every corpus case.
+TEST(AotCorpus, IdenticalToTheEngineBaselineKernels) {
+#if defined(__AVX__)
+  GTEST_SKIP() << "AOT models built for AVX: the engine's portable kernels are SSE2 (4 lanes)";
+#endif
+  OnnxLoadOptions portable;
+  portable.portableKernels = true;
+  size_t compared = 0;
+  for (const ModelEntry& e : manifest()) {
+    StatusOr<std::shared_ptr<const OnnxModel>> model = OnnxModel::load(kModels + "/" + e.file, portable);
+    ASSERT_TRUE(model.ok()) << e.name << ": " << model.status().toString();
+    for (const Case& c : e.cases) {
+      const mlbridge_aot_model* m = nullptr;
+      for (const mlbridge_aot_model* cand : aotModels(e.file))
+        if (shapesMatch(cand, c)) m = cand;
+      ASSERT_NE(m, nullptr) << e.name;
+      auto aot = AotModelRunner::create(m, specsOf(c.inputs), specsOf(c.outputs));
+      auto engine = NativeModelRunner::create(*model, specsOf(c.inputs), specsOf(c.outputs));
+      ASSERT_TRUE(aot.ok()) << e.name << ": " << aot.status().toString();
+      ASSERT_TRUE(engine.ok()) << e.name << ": " << engine.status().toString();
+      for (size_t i = 0; i < c.inputs.size(); ++i) {
+        std::memcpy((*aot)->inputData(i), c.inputs[i].bytes.data(), c.inputs[i].bytes.size());
+        std::memcpy((*engine)->inputData(i), c.inputs[i].bytes.data(), c.inputs[i].bytes.size());
+      }
+      ASSERT_TRUE((*aot)->evaluate().ok()) << e.name;
+      ASSERT_TRUE((*engine)->evaluate().ok()) << e.name;
+      for (size_t i = 0; i < c.outputs.size(); ++i) {
+        const size_t n = c.outputs[i].bytes.size();
+        EXPECT_EQ(std::memcmp((*aot)->outputRef(i).data, (*engine)->outputRef(i).data, n), 0)
+            << e.name << " output '" << c.outputs[i].name << "' differs between the AOT model and the engine";
+      }
+      ++compared;
+    }
+  }
+  EXPECT_GE(compared, 37u);
 }
 
 TEST(AotCorpus, OneModelManyThreads) {

@@ -7,7 +7,9 @@
 // constant folding, fusion, weight packing, arena planning; the baseline
 // kernel set so the plan does not depend on the build machine), then prints
 // the Program as straight-line C++: every step becomes one call of a small
-// inline kernel (tools/aot/aot_prelude.inc, copied into the output) with a
+// inline kernel (the engine's own kernel sources, src/engine/kernel_params.inc,
+// kernels_generic.inc and kernels_isa.inc, copied into the output after
+// tools/aot/aot_prelude.inc) with a
 // constant parameter block, every constant a 64-byte aligned static array.
 // Writes out/<Name>.h and out/<Name>.cc. Output is a pure function of the
 // model bytes, the options and this tool's version: byte-identical across runs.
@@ -163,7 +165,7 @@ struct Gen {
     if (k == "copy") {
       auto& q = *static_cast<const CopyParams*>(st.params);
       pb << "const rt::CopyParams " << P << " = {" << slotRef(q.in) << ", " << slotRef(q.out) << ", " << fmtSize(q.bytes) << "};";
-      fn = "rt::copyKernel";
+      fn = "rt::copyRun";
     } else if (k == "strided_copy" || k == "transpose") {
       auto& q = *static_cast<const StridedCopyParams*>(st.params);
       if (q.count == 0) return true;
@@ -179,18 +181,18 @@ struct Gen {
     } else if (k == "concat") {
       auto& q = *static_cast<const ConcatParams*>(st.params);
       std::vector<int> ins;
-      for (int s : q.in) ins.push_back(std::stoi(slotRef(s)));
+      for (size_t j = 0; j < q.nin; ++j) ins.push_back(idOf(q.in[j]));
       std::string a = intArray(P + "_in", "int", ins);
-      std::string b = intArray(P + "_chunk", "size_t", q.chunk);
+      std::string b = intArray(P + "_chunk", "size_t", std::vector<size_t>(q.chunk, q.chunk + q.nin));
       pb << "const rt::ConcatParams " << P << " = {" << slotRef(q.out) << ", " << fmtSize(q.outer) << ", "
-         << fmtSize(q.in.size()) << ", " << a << ", " << b << "};";
-      fn = "rt::concatKernel";
+         << fmtSize(q.nin) << ", " << a << ", " << b << "};";
+      fn = "rt::concatRun";
     } else if (k == "gather") {
       auto& q = *static_cast<const GatherParams*>(st.params);
       pb << "const rt::GatherParams " << P << " = {" << slotRef(q.data) << ", " << slotRef(q.indices) << ", " << slotRef(q.out)
          << ", " << fmtSize(q.outer) << ", " << fmtSize(q.axisLen) << ", " << fmtSize(q.innerBytes) << ", "
          << fmtSize(q.nIdx) << ", " << (q.idx64 ? "true" : "false") << "};";
-      fn = "rt::gatherKernel";
+      fn = "rt::gatherRun";
     } else if (k == "binary") {
       auto& q = *static_cast<const BinaryParams*>(st.params);
       DType t = nodeInType(st);
@@ -209,7 +211,7 @@ struct Gen {
       if (q.b >= 0 && slotType[static_cast<size_t>(q.b)] == DType::kInvalid) slotType[static_cast<size_t>(q.b)] = t;
       pb << "const rt::BinaryParams " << P << " = {" << slotRef(q.a) << ", " << slotRef(q.b) << ", " << slotRef(q.out)
          << ", " << broadcast(q.bc, 2) << "};";
-      fn = "rt::binary<" + T + ", " + R + ", " + op + ">";
+      fn = "rt::binaryKernelFn<" + T + ", " + R + ", " + op + ">";
     } else if (k == "where") {
       auto& q = *static_cast<const WhereParams*>(st.params);
       size_t es = dtypeSize(slotType[static_cast<size_t>(q.out)]);
@@ -217,18 +219,18 @@ struct Gen {
       if (!et) return fail(i, "element size");
       pb << "const rt::WhereParams " << P << " = {" << slotRef(q.cond) << ", " << slotRef(q.x) << ", " << slotRef(q.y)
          << ", " << slotRef(q.out) << ", " << broadcast(q.bc, 3) << "};";
-      fn = std::string("rt::whereKernel<") + et + ">";
+      fn = std::string("rt::whereRun<") + et + ">";
     } else if (k == "unary") {
       auto& q = *static_cast<const UnaryParams*>(st.params);
       DType t = nodeInType(st);
-      const std::string op = "rt::UnaryOp(" + std::to_string(static_cast<int>(q.op)) + ")";
       pb << "const rt::UnaryParams " << P << " = {" << slotRef(q.in) << ", " << slotRef(q.out) << ", " << fmtSize(q.count)
-         << ", " << fmtFloat(q.alpha, true) << ", " << fmtFloat(q.beta, true) << ", " << fmtFloat(q.dalpha, false) << ", "
+         << ", rt::UnaryOp(" << static_cast<int>(q.op) << "), " << fmtFloat(q.alpha, true) << ", " << fmtFloat(q.beta, true) << ", " << fmtFloat(q.dalpha, false) << ", "
          << fmtFloat(q.dbeta, false) << ", " << fmtInt(q.ilo) << ", " << fmtInt(q.ihi) << "};";
+      // The engine's choice (lower.cc): vector kernels for float32 where they exist.
       if (q.op == UnaryOp::kNot) fn = "rt::notKernel";
-      else if (t == DType::kFloat32 && unaryIsVectorized(q.op)) fn = "rt::unaryF32<" + op + ">";
-      else if (t == DType::kFloat32 || t == DType::kFloat64) fn = std::string("rt::unaryScalar<") + ctype(t) + ", " + op + ">";
-      else if (ctype(t)) fn = std::string("rt::unaryInt<") + ctype(t) + ", " + op + ">";
+      else if (t == DType::kFloat32 && unaryIsVectorized(q.op)) fn = "rt::simd::unaryKernel";
+      else if (t == DType::kFloat32 || t == DType::kFloat64) fn = std::string("rt::unaryFloatKernel<") + ctype(t) + ">";
+      else if (ctype(t)) fn = std::string("rt::unaryIntKernel<") + ctype(t) + ">";
       else return fail(i, "unary dtype");
     } else if (k == "cast") {
       auto& q = *static_cast<const CastParams*>(st.params);
@@ -238,7 +240,7 @@ struct Gen {
       if (castKernel(from, to) != st.fn || !ctype(from) || !ctype(to)) return fail(i, "cast not identified");
       slotType[static_cast<size_t>(q.out)] = to;
       pb << "const rt::CastParams " << P << " = {" << slotRef(q.in) << ", " << slotRef(q.out) << ", " << fmtSize(q.count) << "};";
-      fn = std::string("rt::castKernel<") + castType(from) + ", " + castType(to) + ">";
+      fn = std::string("rt::castRun<") + castType(from) + ", " + castType(to) + ">";
     } else if (k == "reduce") {
       auto& q = *static_cast<const ReduceParams*>(st.params);
       DType t = nodeInType(st);
@@ -253,53 +255,53 @@ struct Gen {
         default: break;
       }
       if (!op || !ctype(t)) return fail(i, "reduction not identified");
-      std::string a = intArray(P + "_base", "int64_t", q.base);
-      std::string b = intArray(P + "_off", "int64_t", q.offsets);
+      std::string a = intArray(P + "_base", "int64_t", std::vector<int64_t>(q.base, q.base + q.nbase));
+      std::string b = intArray(P + "_off", "int64_t", std::vector<int64_t>(q.offsets, q.offsets + q.noffsets));
       pb << "const rt::ReduceParams " << P << " = {" << slotRef(q.in) << ", " << slotRef(q.out) << ", "
-         << fmtSize(q.base.size()) << ", " << fmtSize(q.offsets.size()) << ", " << a << ", " << b << "};";
-      fn = std::string("rt::reduceKernel<") + ctype(t) + ", rt::ReduceOp::" + op + ">";
+         << fmtSize(q.nbase) << ", " << fmtSize(q.noffsets) << ", " << a << ", " << b << "};";
+      fn = std::string("rt::reduceRun<") + ctype(t) + ", rt::ReduceOp::" + op + ">";
     } else if (k == "arg") {
       auto& q = *static_cast<const ArgParams*>(st.params);
       DType t = nodeInType(st);
       if (!ctype(t)) return fail(i, "dtype");
       pb << "const rt::ArgParams " << P << " = {" << slotRef(q.in) << ", " << slotRef(q.out) << ", " << fmtSize(q.outer)
          << ", " << fmtSize(q.len) << ", " << fmtSize(q.inner) << ", " << (q.selectLast ? "true" : "false") << "};";
-      fn = std::string("rt::argKernel<") + ctype(t) + ", " + (nodeOp(st) == Op::kArgMax ? "true" : "false") + ">";
+      fn = std::string("rt::argRun<") + ctype(t) + ", " + (nodeOp(st) == Op::kArgMax ? "true" : "false") + ">";
     } else if (k == "softmax") {
       auto& q = *static_cast<const SoftmaxParams*>(st.params);
       pb << "const rt::SoftmaxParams " << P << " = {" << slotRef(q.in) << ", " << slotRef(q.out) << ", " << fmtSize(q.outer)
          << ", " << fmtSize(q.len) << ", " << fmtSize(q.inner) << ", " << (q.log ? "true" : "false") << "};";
-      fn = nodeInType(st) == DType::kFloat64 ? "rt::softmaxF64" : "rt::softmaxF32";
+      fn = nodeInType(st) == DType::kFloat64 ? "rt::softmaxF64" : "rt::simd::softmaxKernel";
     } else if (k == "layer_norm") {
       auto& q = *static_cast<const LayerNormParams*>(st.params);
       DType t = nodeInType(st);
       pb << "const rt::LayerNormParams " << P << " = {" << slotRef(q.x) << ", " << slotRef(q.scale) << ", " << slotRef(q.bias)
          << ", " << slotRef(q.out) << ", " << fmtSize(q.outer) << ", " << fmtSize(q.n) << ", " << fmtSize(q.scaleCount)
          << ", " << fmtSize(q.biasCount) << ", " << fmtFloat(q.epsilon, false) << "};";
-      fn = std::string("rt::layerNormKernel<") + (t == DType::kFloat64 ? "double" : "float") + ">";
+      fn = std::string("rt::layerNormRun<") + (t == DType::kFloat64 ? "double" : "float") + ">";
     } else if (k == "channel_affine") {
       auto& q = *static_cast<const ChannelAffineParams*>(st.params);
       pb << "const rt::ChannelAffineParams " << P << " = {" << slotRef(q.in) << ", " << slotRef(q.out) << ", "
          << fmtSize(q.outer) << ", " << fmtSize(q.channels) << ", " << fmtSize(q.inner) << ", " << constPtr(q.scale) << ", "
          << constPtr(q.shift) << "};";
-      fn = "rt::channelAffineKernel";
+      fn = "rt::channelAffineRun";
     } else if (k == "matmul") {
       auto& q = *static_cast<const MatMulParams*>(st.params);
       DType t = nodeInType(st);
       if (!ctype(t)) return fail(i, "dtype");
-      std::string a = intArray(P + "_aoff", "size_t", q.aOffset);
-      std::string b = intArray(P + "_boff", "size_t", q.bOffset);
+      std::string a = intArray(P + "_aoff", "size_t", std::vector<size_t>(q.aOffset, q.aOffset + q.nbatch));
+      std::string b = intArray(P + "_boff", "size_t", std::vector<size_t>(q.bOffset, q.bOffset + q.nbatch));
       pb << "const rt::MatMulParams " << P << " = {" << slotRef(q.a) << ", " << slotRef(q.b) << ", " << slotRef(q.out) << ", "
-         << fmtSize(q.M) << ", " << fmtSize(q.K) << ", " << fmtSize(q.N) << ", " << fmtSize(q.aOffset.size()) << ", " << a
+         << fmtSize(q.M) << ", " << fmtSize(q.K) << ", " << fmtSize(q.N) << ", " << fmtSize(q.nbatch) << ", " << a
          << ", " << b << ", " << fmtFloat(q.alpha, false) << "};";
-      fn = std::string("rt::matMulKernel<") + ctype(t) + ">";
+      fn = std::string("rt::matMulRun<") + ctype(t) + ">";
     } else if (k == "dense") {
       auto& q = *static_cast<const DenseParams*>(st.params);
       pb << "const rt::DenseParams " << P << " = {" << slotRef(q.in) << ", " << slotRef(q.out) << ", " << fmtSize(q.M) << ", "
          << fmtSize(q.K) << ", " << fmtSize(q.N) << ", " << constPtr(q.panels) << ", " << constPtr(q.rows) << ", "
          << constPtr(q.bias) << ", rt::Act(" << static_cast<int>(q.act) << "), " << fmtFloat(q.alpha, true) << ", "
          << fmtFloat(q.beta, true) << ", rt::Post(" << static_cast<int>(q.post) << ")};";
-      fn = "rt::denseKernel";
+      fn = "rt::simd::denseKernel";
     } else if (k == "lstm" || k == "gru") {
       auto& q = *static_cast<const RnnParams*>(st.params);
       pb << "const rt::RnnParams " << P << " = {" << (q.gru ? "true" : "false") << ", " << slotRef(q.x) << ", "
@@ -315,7 +317,7 @@ struct Gen {
            << "}";
       }
       pb << "}};";
-      fn = "rt::rnnKernel";
+      fn = "rt::simd::rnnKernel";
     } else {
       return fail(i, "kernel '" + k + "' has no AOT emitter");
     }
@@ -441,7 +443,10 @@ struct Gen {
       << "// " << p.steps.size() << " steps, " << p.arenaBytes << " bytes of scratch.\n"
       << "#include \"" << N << ".h\"\n\n#include <cmath>\n#include <cstddef>\n#include <cstdint>\n#include <cstring>\n"
       << "#include <limits>\n#include <type_traits>\n\n"
-      << "namespace mlbridge_aot_" << N << " {\n" << kAotPrelude << "}  // namespace mlbridge_aot_" << N << "\n\n"
+      << "namespace mlbridge_aot_" << N << " {\n" << kAotPrelude << "constexpr int kMaxRank = " << kMaxRank << ";\n\n"
+      << kAotKernelParams << "\n" << kAotKernelsGeneric << "\n" << kAotKernelsIsa
+      << "#undef ISA_NS\n#undef ISA_ATTR\n#undef ISA_W\n#undef ISA_G\n#undef ISA_FMA\n"
+      << "}  // namespace mlbridge_aot_" << N << "\n\n"
       << "namespace {\n\nnamespace rt = mlbridge_aot_" << N << ";\nusing std::int8_t;\nusing std::int16_t;\n"
       << "using std::int32_t;\nusing std::int64_t;\nusing std::uint8_t;\nusing std::uint16_t;\nusing std::uint32_t;\n"
       << "using std::uint64_t;\nusing std::size_t;\n\n"
