@@ -128,3 +128,33 @@ def test_the_command_words_run_errors_with_its_flags(corpus, tmp_path, capsys):
 def test_serve_words_a_bad_policy_with_its_flag(capsys):
     line = one_line(capsys, ["serve", "--policy", "no_such_mod_q:f"], 2)
     assert line.startswith("--policy no_such_mod_q:f: cannot import no_such_mod_q")
+
+
+def test_the_train_recipes_refuse_with_typed_errors(corpus, tmp_path):
+    from mlbridge.train.learn_from_search import learn_from_search
+    from mlbridge.train.room_recipe import measure_room
+    from mlbridge.train.run_report import report_run
+    from mlbridge.train.search import SearchConfig
+    with pytest.raises(RunSetupError, match="no policy.onnx"):
+        report_run(str(tmp_path))
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(RunArgumentError) as info:
+        measure_room([corpus], str(tmp_path / "file"))
+    assert info.value.argument == "out"
+    (tmp_path / "p.json").write_text("{}")
+    with pytest.raises(RunArgumentError) as info:
+        learn_from_search(str(tmp_path / "run"), [], SearchConfig(propose=str(tmp_path / "p.json")))
+    assert info.value.argument == "propose" and "not a policy file" in str(info.value)
+    no_flag(info.value)
+
+
+def test_the_train_commands_word_them_in_one_line(corpus, tmp_path, capsys):
+    assert one_line(capsys, ["train", "report", str(tmp_path), "--quiet"], 2) == \
+        f"{tmp_path}: no policy.onnx (has the run evaluated a policy yet?)"
+    (tmp_path / "p.json").write_text("{}")
+    line = one_line(capsys, ["train", "search", corpus, "-o", str(tmp_path / "run"), "--around", str(tmp_path / "p.json"),
+                             "--quiet"], 2)
+    assert line.startswith(f"--around {tmp_path / 'p.json'}: not a policy file (")
+    line = one_line(capsys, ["train", "room", corpus, "-o", str(tmp_path / "room"), "--programs", "none",
+                             "--clang", "/nonexistent/clang-19", "--quiet"], 2)
+    assert "clang" in line and "Traceback" not in line

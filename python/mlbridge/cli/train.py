@@ -16,9 +16,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-from typing import Any, Dict, List, Sequence
+from typing import Any, List, Sequence
 
 from ..corpus.settings import SETTINGS
 from .errors import UsageError, usage_error
@@ -100,7 +99,7 @@ def _run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the run's summary as JSON")
 
 
-def _hidden(text: str) -> tuple:
+def parse_hidden(text: str) -> tuple:
     try:
         sizes = tuple(int(x) for x in text.split(",") if x.strip())
     except ValueError:
@@ -111,18 +110,12 @@ def _hidden(text: str) -> tuple:
 
 
 def _load_corpora(paths: Sequence[str]) -> List[Any]:
-    from ..corpus.layout import CorpusError, load
-    out = []
-    for p in paths:
-        try:
-            out.append(load(p))
-        except CorpusError as exc:
-            raise usage_error(exc) from None
-    return out
-
-
-def _project(corpus: Any) -> str:
-    return os.path.basename(os.path.normpath(corpus.root))
+    from ..train.run_folder import RunSetupError
+    from ..train.run_report import load_corpora
+    try:
+        return load_corpora(paths)
+    except RunSetupError as exc:
+        raise usage_error(exc) from None
 
 
 def run_train(args: argparse.Namespace) -> int:
@@ -135,7 +128,7 @@ def run_train(args: argparse.Namespace) -> int:
     if args.setting != "objects" and args.algo != "es":
         raise UsageError(f"--setting {args.setting}: ES only (no --algo ppo)")
     corpora = _load_corpora(args.corpora)
-    cfg = TrainConfig(algo=args.algo, hidden=_hidden(args.hidden), modules_per_step=args.modules_per_step,
+    cfg = TrainConfig(algo=args.algo, hidden=parse_hidden(args.hidden), modules_per_step=args.modules_per_step,
                       jobs=args.jobs, seed=args.seed, pairs=args.pairs, sigma=args.sigma, lr=args.lr,
                       steps=args.steps, budget_s=None if args.minutes is None else 60 * args.minutes,
                       eval_every=args.eval_every, timeout=args.timeout, setting=args.setting)
@@ -156,8 +149,7 @@ def run_train(args: argparse.Namespace) -> int:
         summary = train_size_policy(
             args.out, corpora, cfg, init=args.init, clang=args.clang, plugin=args.plugin,
             compiles=(lambda: _ray_compiles(args)) if args.ray else None,
-            stage=lambda total, desc, unit: Progress(total, desc, quiet=args.quiet, unit=unit),
-            note=note, on_step=step, on_start=start)
+            stage=progress_stage(args), note=note, on_step=step, on_start=start)
     except RunSetupError as exc:
         raise usage_error(exc) from None
     finally:
@@ -183,137 +175,48 @@ def _ray_compiles(args: argparse.Namespace) -> Any:
         raise UsageError(f"--ray {args.ray}: {type(exc).__name__}: {exc}") from None
 
 
-def _load_policy_file(path: str, argument: str) -> Any:
-    from ..train.run_folder import RunSetupError, load_policy_file
-    try:
-        return load_policy_file(path, argument)
-    except RunSetupError as exc:
-        raise usage_error(exc) from None
-
-
-def _read_history(run_dir: str) -> List[Dict[str, Any]]:
-    from ..train.run_folder import RunSetupError, checked_history
-    try:
-        return checked_history(run_dir)
-    except RunSetupError as exc:
-        raise usage_error(exc) from None
-
-
 def run_search_cmd(args: argparse.Namespace) -> int:
-    import numpy as np
-
-    from ..corpus.compile import CompileSetupError, Toolchain
-    from ..llvm.inliner_features import FEATURES
-    from ..train.imitation import fit_imitation
-    from ..train.policy import MLPPolicy
-    from ..train.search import SearchConfig, best_searches, run_search, search_dataset
-    from ..train.size_trainer import corpus_modules
+    from ..train.learn_from_search import learn_from_search
+    from ..train.run_folder import RunSetupError
+    from ..train.search import SearchConfig
 
     if args.tries < 0 or args.flip_weight < 0 or args.tested_weight < 0 or args.epochs < 1:
         raise UsageError("--tries, --flip-weight and --tested-weight must be >= 0, --epochs >= 1")
-    hidden = _hidden(args.hidden)
+    hidden = parse_hidden(args.hidden)
     corpora = _load_corpora(args.corpora)
-    for opt, path in (("--propose", args.propose), ("--around", args.around)):
-        if path:
-            _load_policy_file(path, opt[2:])   # the checks --init gets: one line for any file that is not a policy
-    try:
-        tc = Toolchain.find(args.clang, args.plugin, need_plugin=True)
-    except CompileSetupError as exc:
-        raise usage_error(exc) from None
-    modules = corpus_modules(corpora)
-    for d in args.data:
-        if not os.path.isdir(os.path.join(d, "search")):
-            raise UsageError(f"--data {d}: not a search folder (no search/ inside)")
     cfg = SearchConfig(tries=args.tries, jobs=args.jobs, seed=args.seed, timeout=args.timeout,
                        budget_s=None if args.minutes is None else 60 * args.minutes, propose=args.propose,
                        around=args.around)
-    with Progress(len(modules), "flip search", quiet=args.quiet, unit="module") as bar:
-        gained = [0, 0]
-
-        def done(r: Any) -> None:
-            if r.ok:
-                gained[0] += r.oz
-                gained[1] += r.oz - r.best
-            bar.update(1, postfix=f"{100 * gained[1] / max(1, gained[0]):.2f}% smaller")
-        results = run_search(args.out, modules, tc, cfg, on_done=done)
-    ok = [r for r in results if r.ok]
-    # with --data: per module the smallest of all searches, as learned from
-    kept = best_searches([*args.data, args.out], modules)
-    oz, best = sum(r.oz for r in kept), sum(r.best for r in kept)
-    summary: Dict[str, Any] = {
-        "modules": len(modules), "searched": len(results), "failed": len(results) - len(ok),
-        "compiles": sum(r.tried + 1 for r in results), "search_seconds": round(sum(r.seconds for r in results), 1),
-        "kept_flips": sum(len(r.flips) for r in kept), "searched_oz": oz, "searched_best": best,
-        "search_gain": (oz - best) / oz if oz else 0.0}
-    x, y, w, stock = search_dataset([*args.data, args.out], modules, flip_weight=args.flip_weight,
-                                    tested_weight=args.tested_weight)
-    if len(y) == 0:
-        raise UsageError("the search logged no inlining decision to learn from")
-    pol = MLPPolicy(list(FEATURES), hidden, seed=args.seed)
-    fit = fit_imitation(pol, x, y, weights=w, epochs=args.epochs)
-    flipped = y != stock
-    summary.update(fit_accuracy=fit["accuracy"], decisions=int(len(y)), flipped_decisions=int(flipped.sum()),
-                   flips_reproduced=float(np.mean((pol.scores(pol.inputs(x[flipped])) > 0) == (y[flipped] > 0)))
-                   if flipped.any() else None)
-    pol.save(os.path.join(args.out, "policy.json"))
-    pol.export_onnx(os.path.join(args.out, "policy.onnx"))
-    summary["policy"] = os.path.join(args.out, "policy.onnx")
-    if not args.no_eval:
-        from ..corpus.compile import Policy
-        from ..corpus.evaluate import BaselineCache, default_cache_dir, evaluate
-        model = os.path.abspath(summary["policy"])
-        oz_total = pol_total = failures = 0
-        for c in corpora:
-            t = evaluate(c, Policy("onnx", model, model=model), tc, jobs=args.jobs or None,
-                         cache=BaselineCache(default_cache_dir())).totals()
-            oz_total, pol_total, failures = oz_total + t["oz_text"], pol_total + t["policy_text"], failures + t["failed"]
-        summary.update(train_total_reward=(oz_total - pol_total) / oz_total if oz_total else 0.0,
-                       train_failures=failures)
-    with open(os.path.join(args.out, "summary.json"), "w") as f:
-        json.dump(summary, f, indent=1)
+    try:
+        summary = learn_from_search(args.out, corpora, cfg, hidden=hidden, clang=args.clang, plugin=args.plugin,
+                                    data=args.data, flip_weight=args.flip_weight, tested_weight=args.tested_weight,
+                                    epochs=args.epochs, score=not args.no_eval, stage=progress_stage(args))
+    except RunSetupError as exc:
+        raise usage_error(exc) from None
     if args.json:
         print(json.dumps(summary))
     elif not args.quiet:
         line = (f"{summary['searched']} modules searched ({summary['compiles']} compiles): the kept flips make them "
                 f"{100 * summary['search_gain']:.2f}% smaller than -Oz; fitted policy reproduces "
-                f"{100 * fit['accuracy']:.1f}% of the decisions")
+                f"{100 * summary['fit_accuracy']:.1f}% of the decisions")
         if "train_total_reward" in summary:
             line += f", {100 * summary['train_total_reward']:+.2f}% .text vs -Oz on the training modules"
         print(line + f"; policy: {summary['policy']}")
     return 0
 
 
-def run_report(args: argparse.Namespace) -> int:
-    from ..corpus.compile import CompileSetupError, Policy, Toolchain
-    from ..corpus.evaluate import BaselineCache, default_cache_dir, evaluate
-    from ..train.report import write_report
+def progress_stage(args: argparse.Namespace) -> Any:
+    """The library's progress stages as bars (none with --quiet)."""
+    return lambda total, desc, unit: Progress(total, desc, quiet=args.quiet, unit=unit)
 
-    model = os.path.join(args.run_dir, "policy.onnx")
-    if not os.path.exists(model):
-        raise UsageError(f"{args.run_dir}: no policy.onnx (has the run evaluated a policy yet?)")
-    history = _read_history(args.run_dir)
-    results: Dict[str, Dict[str, Dict[str, int]]] = {}
-    splits: Dict[str, str] = {}
-    corpora = [(c, "train") for c in _load_corpora(args.train)] + [(c, "eval") for c in _load_corpora(args.eval)]
-    if corpora:
-        try:
-            tc = Toolchain.find(args.clang, args.plugin, need_plugin=True)
-        except CompileSetupError as exc:
-            raise usage_error(exc) from None
-        pol = Policy("onnx", model, model=os.path.abspath(model))
-        total = sum(len(c) for c, _ in corpora)
-        with Progress(total, "scoring", quiet=args.quiet, unit="module") as bar:
-            for c, split in corpora:
-                ev = evaluate(c, pol, tc, jobs=args.jobs or None, cache=BaselineCache(default_cache_dir()),
-                              on_done=lambda _: bar.update(1))
-                name = _project(c)
-                splits[name] = split
-                results[name] = {s.module: {"oz": s.baseline.text_bytes, "policy": s.policy.text_bytes}
-                                 for s in ev.scores if s.ok}
-    summary: Dict[str, Any] = {"run": os.path.abspath(args.run_dir), "steps": len(history)}
-    if history:
-        summary["wall (s)"] = round(history[-1].get("wall_s", 0.0))
-        summary["compiles"] = sum(h.get("compiles", 0) for h in history)
-    path = write_report(args.run_dir, history=history, summary=summary, results=results, splits=splits)
+
+def run_report(args: argparse.Namespace) -> int:
+    from ..train.run_folder import RunSetupError
+    from ..train.run_report import report_run
+    try:
+        path = report_run(args.run_dir, train=args.train, eval=args.eval, clang=args.clang, plugin=args.plugin,
+                          jobs=args.jobs or None, stage=progress_stage(args))
+    except RunSetupError as exc:
+        raise usage_error(exc) from None
     print(path)
     return 0

@@ -31,7 +31,7 @@ class _Bar:
 
 
 @contextmanager
-def _no_progress(total: int, desc: str, unit: str) -> Iterator[_Bar]:
+def no_progress(total: int, desc: str, unit: str) -> Iterator[_Bar]:
     yield _Bar()
 
 
@@ -41,7 +41,7 @@ Stage = Callable[[int, str, str], ContextManager[Any]]
 
 
 def oz_baseline(corpora: Sequence[Corpus], modules: List[Module], toolchain: Toolchain, setting: str, *,
-                jobs: Optional[int] = None, stage: Stage = _no_progress) -> Tuple[List[Any], Dict[str, int]]:
+                jobs: Optional[int] = None, stage: Stage = no_progress) -> Tuple[List[Any], Dict[str, int]]:
     """What training compiles, and its -Oz sizes: the modules, or in a
     whole-program setting each corpus's programs (their -Oz builds, cached)."""
     from ..corpus.evaluate import OZ, BaselineCache, default_cache_dir, evaluate, oz_sizes
@@ -69,7 +69,7 @@ def oz_baseline(corpora: Sequence[Corpus], modules: List[Module], toolchain: Too
 
 
 def imitate_oz(modules: Sequence[Module], toolchain: Toolchain, cfg: TrainConfig, *,
-               stage: Stage = _no_progress) -> Tuple[MLPPolicy, Dict[str, float]]:
+               stage: Stage = no_progress) -> Tuple[MLPPolicy, Dict[str, float]]:
     """A policy fitted to the -Oz heuristic's decisions on MODULES (behavioral
     cloning), and the fit's figures (``samples``, ``accuracy``)."""
     from .imitation import fit_imitation
@@ -84,7 +84,7 @@ def imitate_oz(modules: Sequence[Module], toolchain: Toolchain, cfg: TrainConfig
 
 def train_size_policy(out: str, corpora: Sequence[Corpus], cfg: TrainConfig, *, init: str = "oz",
                       clang: Optional[str] = None, plugin: Optional[str] = None,
-                      compiles: Optional[Callable[[], Any]] = None, stage: Stage = _no_progress,
+                      compiles: Optional[Callable[[], Any]] = None, stage: Stage = no_progress,
                       note: Callable[[str], None] = lambda _: None,
                       on_step: Optional[Callable[[StepRecord], None]] = None,
                       on_start: Optional[Callable[[int], None]] = None) -> Dict[str, Any]:
