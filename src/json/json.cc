@@ -3,7 +3,7 @@
 // writers allocate nothing beyond appending to `out`.
 #include "json/json.h"
 
-#include "json/utf8.h"
+#include "json/lexer.h"
 
 #include <charconv>
 #include <cmath>
@@ -14,40 +14,6 @@ namespace mlbridge {
 namespace json {
 
 namespace {
-
-constexpr int kMaxDepth = 256;
-
-int hexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-void appendUtf8(std::string& out, uint32_t cp) {
-  char b[4];
-  size_t n;
-  if (cp < 0x80) {
-    b[0] = static_cast<char>(cp);
-    n = 1;
-  } else if (cp < 0x800) {
-    b[0] = static_cast<char>(0xC0 | (cp >> 6));
-    b[1] = static_cast<char>(0x80 | (cp & 0x3F));
-    n = 2;
-  } else if (cp < 0x10000) {
-    b[0] = static_cast<char>(0xE0 | (cp >> 12));
-    b[1] = static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    b[2] = static_cast<char>(0x80 | (cp & 0x3F));
-    n = 3;
-  } else {
-    b[0] = static_cast<char>(0xF0 | (cp >> 18));
-    b[1] = static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    b[2] = static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    b[3] = static_cast<char>(0x80 | (cp & 0x3F));
-    n = 4;
-  }
-  out.append(b, n);
-}
 
 enum class IntResult { kOk, kNotNumber, kNotIntegral, kOutOfRange };
 
@@ -284,242 +250,88 @@ char* writeFloatImpl(char* o, T v, bool shortcut = true) {
 
 // ---- reader ---------------------------------------------------------------
 
+// Builds a Value from the shared tokenizer's tokens (json/lexer.h).
 class Parser {
  public:
-  explicit Parser(std::string_view text)
-      : begin_(text.data()), p_(text.data()), end_(text.data() + text.size()) {}
+  explicit Parser(std::string_view text) : L_(text.data(), text.data() + text.size(), "JSON") {}
 
   Status parseDocument(Value& v) {
-    skipSpace();
     MLBRIDGE_RETURN_IF_ERROR(parseValue(v, 0));
-    skipSpace();
-    if (p_ != end_) return error("unexpected text after the value");
+    if (!L_.atEnd()) return L_.error("unexpected text after the value");
     return Status::OK();
   }
 
  private:
-  Status error(const char* what) const {
-    return dataLoss(std::string("invalid JSON at byte ") + std::to_string(p_ - begin_) + ": " + what);
-  }
-
-  void skipSpace() {
-    while (p_ < end_ && (*p_ == ' ' || *p_ == '\t' || *p_ == '\n' || *p_ == '\r')) ++p_;
-  }
-
-  bool consumeWord(const char* word) {
-    size_t n = std::strlen(word);
-    if (static_cast<size_t>(end_ - p_) < n || std::memcmp(p_, word, n) != 0) return false;
-    p_ += n;
-    return true;
-  }
-
   Status parseValue(Value& v, int depth) {
-    if (p_ == end_) return error("unexpected end of input");
-    switch (*p_) {
+    switch (L_.peek()) {
       case '{': return parseObject(v, depth + 1);
       case '[': return parseArray(v, depth + 1);
-      case '"':
+      case '"': {
+        RawString s;
+        MLBRIDGE_RETURN_IF_ERROR(L_.string(&s));
         v.kind_ = Value::Kind::kString;
-        return parseString(v.text_);
+        assignDecoded(s, v.text_);
+        return Status::OK();
+      }
       case 't':
-        if (!consumeWord("true")) return error("invalid literal");
-        v.kind_ = Value::Kind::kBool;
-        v.bool_ = true;
-        return Status::OK();
       case 'f':
-        if (!consumeWord("false")) return error("invalid literal");
-        v.kind_ = Value::Kind::kBool;
-        v.bool_ = false;
-        return Status::OK();
       case 'n':
-        if (!consumeWord("null")) return error("invalid literal");
-        v.kind_ = Value::Kind::kNull;
-        return Status::OK();
-      case 'N':
-      case 'I': {
-        const char* start = p_;
-        if (!consumeWord("NaN") && !consumeWord("Infinity")) return error("invalid literal");
-        v.kind_ = Value::Kind::kNumber;
-        v.text_.assign(start, static_cast<size_t>(p_ - start));
-        return Status::OK();
-      }
-      default:
-        return parseNumber(v);
-    }
-  }
-
-  Status parseNumber(Value& v) {
-    const char* start = p_;
-    if (*p_ == '-') {
-      ++p_;
-      if (consumeWord("Infinity")) {
-        v.kind_ = Value::Kind::kNumber;
-        v.text_.assign(start, static_cast<size_t>(p_ - start));
-        return Status::OK();
-      }
-    }
-    auto digit = [this] { return p_ < end_ && *p_ >= '0' && *p_ <= '9'; };
-    if (p_ < end_ && *p_ == '0') {
-      ++p_;
-    } else if (digit()) {
-      while (digit()) ++p_;
-    } else {
-      return error("invalid value");
-    }
-    if (p_ < end_ && *p_ == '.') {
-      ++p_;
-      if (!digit()) return error("invalid number: no digit after '.'");
-      while (digit()) ++p_;
-    }
-    if (p_ < end_ && (*p_ == 'e' || *p_ == 'E')) {
-      ++p_;
-      if (p_ < end_ && (*p_ == '+' || *p_ == '-')) ++p_;
-      if (!digit()) return error("invalid number: no digit in the exponent");
-      while (digit()) ++p_;
-    }
-    v.kind_ = Value::Kind::kNumber;
-    v.text_.assign(start, static_cast<size_t>(p_ - start));
-    return Status::OK();
-  }
-
-  Status parseHex4(uint32_t* out) {
-    if (end_ - p_ < 4) return error("truncated \\u escape");
-    uint32_t x = 0;
-    for (int i = 0; i < 4; ++i) {
-      int h = hexValue(p_[i]);
-      if (h < 0) return error("invalid \\u escape");
-      x = x * 16 + static_cast<uint32_t>(h);
-    }
-    p_ += 4;
-    *out = x;
-    return Status::OK();
-  }
-
-  // p_ at the opening quote.
-  Status parseString(std::string& out) {
-    ++p_;
-    out.clear();
-    for (;;) {
-      const char* run = p_;
-      while (p_ < end_) {
-        unsigned char c = static_cast<unsigned char>(*p_);
-        if (c == '"' || c == '\\' || c < 0x20 || c >= 0x80) break;
-        ++p_;
-      }
-      out.append(run, static_cast<size_t>(p_ - run));
-      if (p_ == end_) return error("unterminated string");
-      unsigned char c = static_cast<unsigned char>(*p_);
-      if (c == '"') {
-        ++p_;
-        return Status::OK();
-      }
-      if (c < 0x20) return error("control character in string");
-      if (c >= 0x80) {
-        size_t n = utf8::sequenceLength(reinterpret_cast<const unsigned char*>(p_),
-                                      reinterpret_cast<const unsigned char*>(end_));
-        if (n == 0) return error("invalid UTF-8 in string");
-        out.append(p_, n);
-        p_ += n;
-        continue;
-      }
-      // Backslash escape.
-      ++p_;
-      if (p_ == end_) return error("unterminated string");
-      char e = *p_++;
-      switch (e) {
-        case '"': out += '"'; break;
-        case '\\': out += '\\'; break;
-        case '/': out += '/'; break;
-        case 'b': out += '\b'; break;
-        case 'f': out += '\f'; break;
-        case 'n': out += '\n'; break;
-        case 'r': out += '\r'; break;
-        case 't': out += '\t'; break;
-        case 'u': {
-          uint32_t cp = 0;
-          MLBRIDGE_RETURN_IF_ERROR(parseHex4(&cp));
-          if (cp >= 0xDC00 && cp <= 0xDFFF) return error("unpaired low surrogate in \\u escape");
-          if (cp >= 0xD800 && cp <= 0xDBFF) {
-            if (end_ - p_ < 2 || p_[0] != '\\' || p_[1] != 'u') return error("unpaired high surrogate in \\u escape");
-            p_ += 2;
-            uint32_t lo = 0;
-            MLBRIDGE_RETURN_IF_ERROR(parseHex4(&lo));
-            if (lo < 0xDC00 || lo > 0xDFFF) return error("unpaired high surrogate in \\u escape");
-            cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-          }
-          appendUtf8(out, cp);
-          break;
+        if (L_.word("true")) {
+          v.kind_ = Value::Kind::kBool;
+          v.bool_ = true;
+          return Status::OK();
         }
-        default:
-          --p_;
-          return error("invalid escape in string");
+        if (L_.word("false")) {
+          v.kind_ = Value::Kind::kBool;
+          v.bool_ = false;
+          return Status::OK();
+        }
+        if (L_.word("null")) {
+          v.kind_ = Value::Kind::kNull;
+          return Status::OK();
+        }
+        return L_.error("invalid literal");
+      default: {
+        std::string_view tok;  // also NaN, Infinity, -Infinity
+        MLBRIDGE_RETURN_IF_ERROR(L_.number(&tok));
+        v.kind_ = Value::Kind::kNumber;
+        v.text_.assign(tok.data(), tok.size());
+        return Status::OK();
       }
     }
   }
 
   Status parseArray(Value& v, int depth) {
-    if (depth > kMaxDepth) return error("nesting too deep");
-    ++p_;  // '['
+    if (depth > kMaxDepth) return L_.error("nesting too deep");
+    MLBRIDGE_RETURN_IF_ERROR(L_.expect('['));
     v.kind_ = Value::Kind::kArray;
-    skipSpace();
-    if (p_ < end_ && *p_ == ']') {
-      ++p_;
-      return Status::OK();
-    }
+    if (L_.eat(']')) return Status::OK();
     for (;;) {
-      skipSpace();
       v.items_.emplace_back();
       MLBRIDGE_RETURN_IF_ERROR(parseValue(v.items_.back(), depth));
-      skipSpace();
-      if (p_ == end_) return error("unterminated array");
-      if (*p_ == ',') {
-        ++p_;
-        continue;
-      }
-      if (*p_ == ']') {
-        ++p_;
-        return Status::OK();
-      }
-      return error("expected ',' or ']'");
+      if (L_.eat(',')) continue;
+      return L_.expect(']');
     }
   }
 
   Status parseObject(Value& v, int depth) {
-    if (depth > kMaxDepth) return error("nesting too deep");
-    ++p_;  // '{'
+    if (depth > kMaxDepth) return L_.error("nesting too deep");
+    MLBRIDGE_RETURN_IF_ERROR(L_.expect('{'));
     v.kind_ = Value::Kind::kObject;
-    skipSpace();
-    if (p_ < end_ && *p_ == '}') {
-      ++p_;
-      return Status::OK();
-    }
+    if (L_.eat('}')) return Status::OK();
     for (;;) {
-      skipSpace();
-      if (p_ == end_ || *p_ != '"') return error("expected a string key");
+      RawString key;
+      MLBRIDGE_RETURN_IF_ERROR(L_.string(&key));
       v.members_.emplace_back();
-      MLBRIDGE_RETURN_IF_ERROR(parseString(v.members_.back().first));
-      skipSpace();
-      if (p_ == end_ || *p_ != ':') return error("expected ':'");
-      ++p_;
-      skipSpace();
+      assignDecoded(key, v.members_.back().first);
+      MLBRIDGE_RETURN_IF_ERROR(L_.expect(':'));
       MLBRIDGE_RETURN_IF_ERROR(parseValue(v.members_.back().second, depth));
-      skipSpace();
-      if (p_ == end_) return error("unterminated object");
-      if (*p_ == ',') {
-        ++p_;
-        continue;
-      }
-      if (*p_ == '}') {
-        ++p_;
-        return Status::OK();
-      }
-      return error("expected ',' or '}'");
+      if (L_.eat(',')) continue;
+      return L_.expect('}');
     }
   }
 
-  const char* begin_;
-  const char* p_;
-  const char* end_;
+  Lexer L_;
 };
 
 StatusOr<Value> parse(std::string_view text) {
@@ -537,19 +349,16 @@ const Value* Value::find(std::string_view key) const {
   return nullptr;
 }
 
-bool Value::toInt64(int64_t* out) const {
-  if (kind_ != Kind::kNumber) return false;
-  const char* b = text_.data();
-  const char* e = b + text_.size();
+bool numberToInt64(std::string_view t, int64_t* out) {
   int64_t v;
-  std::from_chars_result r = std::from_chars(b, e, v);
-  if (r.ec == std::errc() && r.ptr == e) {
+  std::from_chars_result r = std::from_chars(t.data(), t.data() + t.size(), v);
+  if (r.ec == std::errc() && r.ptr == t.data() + t.size()) {
     *out = v;
     return true;
   }
   bool negative;
   uint64_t m;
-  if (decimalToInteger(text_, &negative, &m) != IntResult::kOk) return false;
+  if (decimalToInteger(t, &negative, &m) != IntResult::kOk) return false;
   if (negative) {
     if (m > uint64_t(1) << 63) return false;
     *out = m == uint64_t(1) << 63 ? std::numeric_limits<int64_t>::min() : -static_cast<int64_t>(m);
@@ -560,23 +369,26 @@ bool Value::toInt64(int64_t* out) const {
   return true;
 }
 
-bool Value::toUInt64(uint64_t* out) const {
-  if (kind_ != Kind::kNumber) return false;
-  const char* b = text_.data();
-  const char* e = b + text_.size();
+bool numberToUInt64(std::string_view t, uint64_t* out) {
   uint64_t v;
-  std::from_chars_result r = std::from_chars(b, e, v);
-  if (r.ec == std::errc() && r.ptr == e) {
+  std::from_chars_result r = std::from_chars(t.data(), t.data() + t.size(), v);
+  if (r.ec == std::errc() && r.ptr == t.data() + t.size()) {
     *out = v;
     return true;
   }
   bool negative;
   uint64_t m;
-  if (decimalToInteger(text_, &negative, &m) != IntResult::kOk) return false;
+  if (decimalToInteger(t, &negative, &m) != IntResult::kOk) return false;
   if (negative && m != 0) return false;
   *out = m;
   return true;
 }
+
+bool numberToDouble(std::string_view t, double* out) { return textToFloat(t, out); }
+
+bool Value::toInt64(int64_t* out) const { return kind_ == Kind::kNumber && numberToInt64(text_, out); }
+
+bool Value::toUInt64(uint64_t* out) const { return kind_ == Kind::kNumber && numberToUInt64(text_, out); }
 
 bool Value::toDouble(double* out) const {
   if (kind_ == Kind::kString) {

@@ -50,6 +50,12 @@ class Value {
   std::vector<std::pair<std::string, Value>> members_;
 };
 
+// Exact conversions of a number token's text (a Value's text(), or what
+// json::Lexer::number hands out), with the rules above.
+bool numberToInt64(std::string_view token, int64_t* out);
+bool numberToUInt64(std::string_view token, uint64_t* out);
+bool numberToDouble(std::string_view token, double* out);
+
 // Parses one JSON value (RFC 8259, plus bare NaN/Infinity/-Infinity tokens);
 // trailing non-space text is an error. Depth is limited (no stack overflow on
 // hostile input). Errors are kDataLoss with the byte offset.

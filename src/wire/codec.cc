@@ -34,6 +34,34 @@ std::unique_ptr<Codec> makeCodec(WireFormat format) {
   return nullptr;
 }
 
+namespace {
+
+std::string idMismatch(int64_t got, int64_t expected) {
+  return "reply id " + std::to_string(got) +
+         (expected < 0 ? std::string(" does not answer the header (id -1)")
+                       : " does not answer observation " + std::to_string(expected));
+}
+
+}  // namespace
+
+Status checkReply(const ReplySummary& r, int64_t expectedId, size_t expectedTensors) {
+  if (!r.sawReply) return dataLoss("the model's message is not a reply");
+  if (!r.hasId) return dataLoss("reply has no \"id\"");
+  if (r.hasError) {
+    std::string text(r.error);
+    // id -1 mid-session: the model gave up on the whole session (protocol.md).
+    if (r.id == -1 && expectedId != -1) return unavailable("the model ended the session: " + text);
+    if (r.id != expectedId) return dataLoss(idMismatch(r.id, expectedId) + " (model error: " + text + ")");
+    return Status(StatusCode::kAborted, "model error: " + text);
+  }
+  if (r.id != expectedId) return dataLoss(idMismatch(r.id, expectedId));
+  if (!r.hasTensors && expectedTensors != 0) return dataLoss("reply has no \"tensors\"");
+  if (r.tensors != expectedTensors)
+    return dataLoss("reply has " + std::to_string(r.tensors) + " tensors, expected " +
+                    std::to_string(expectedTensors));
+  return Status::OK();
+}
+
 Status checkTensorAgainstSpec(const TensorSpec& expected, std::string_view name, DType type,
                               Span<const int64_t> shape, const char* what) {
   if (name != expected.name())

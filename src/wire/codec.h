@@ -93,6 +93,22 @@ std::unique_ptr<Codec> makeBitstreamCodec();
 std::unique_ptr<Codec> makeJsonCodec();
 std::unique_ptr<Codec> makeProtobufCodec();
 
+// What a framed codec's reply decoder read; checkReply turns it into the
+// status of decodeReply, with the same rules and messages in every format.
+struct ReplySummary {
+  bool sawReply = false;   // the message was a reply
+  bool hasId = true;       // json: "id" may be absent (protobuf: defaults to 0)
+  int64_t id = 0;
+  bool hasTensors = true;  // json: "tensors" may be absent (protobuf: an empty list)
+  size_t tensors = 0;      // tensors decoded into the outputs
+  bool hasError = false;
+  std::string_view error;  // the model's message, when hasError
+};
+// OK, kAborted (the model refused this request), kUnavailable (the model
+// ended the session: an error reply with id -1 mid-session) or kDataLoss.
+// Allocates only when the reply is not OK.
+Status checkReply(const ReplySummary& reply, int64_t expectedId, size_t expectedTensors);
+
 // Shared by framed codecs: checks a decoded tensor against the spec it must
 // match (name, dtype, shape), with a message naming the tensor.
 Status checkTensorAgainstSpec(const TensorSpec& expected, std::string_view name, DType type,

@@ -294,12 +294,6 @@ Status decodeReplyBody(const uint8_t* base, const uint8_t* p, size_t n, Span<con
   return Status::OK();
 }
 
-std::string idMismatch(int64_t got, int64_t expected) {
-  return "reply id " + std::to_string(got) +
-         (expected < 0 ? std::string(" does not answer the header (id -1)")
-                       : " does not answer observation " + std::to_string(expected));
-}
-
 // ---- cold-path full decoding ----------------------------------------------
 
 Status readString(Reader& r, std::string* out) {
@@ -594,19 +588,13 @@ class ProtobufCodec final : public Codec {
         MLBRIDGE_RETURN_IF_ERROR(r.skip(field, type));
       }
     }
-    if (!sawReply) return dataLoss("the model's message is not a reply");
-    if (st.hasError) {
-      std::string text(reinterpret_cast<const char*>(st.error), st.errorLen);
-      // id -1 mid-session: the model gave up on the whole session (protocol.md).
-      if (st.id == -1 && expectedId != -1) return unavailable("the model ended the session: " + text);
-      if (st.id != expectedId) return dataLoss(idMismatch(st.id, expectedId) + " (model error: " + text + ")");
-      return Status(StatusCode::kAborted, "model error: " + text);
-    }
-    if (st.id != expectedId) return dataLoss(idMismatch(st.id, expectedId));
-    if (st.tensors != outputs.size())
-      return dataLoss("reply has " + std::to_string(st.tensors) + " tensors, expected " +
-                      std::to_string(outputs.size()));
-    return Status::OK();
+    ReplySummary summary;
+    summary.sawReply = sawReply;
+    summary.id = st.id;
+    summary.tensors = st.tensors;
+    summary.hasError = st.hasError;
+    summary.error = std::string_view(reinterpret_cast<const char*>(st.error), st.errorLen);
+    return checkReply(summary, expectedId, outputs.size());
   }
 
   Status decodeToModelStream(Span<const uint8_t> bytes, std::vector<DecodedMessage>& out) const override {

@@ -240,6 +240,48 @@ TEST_P(FramedCodecTest, ErrorReplies) {
   // An empty error text still reads as an error.
   s = decode(errorPayload(3, ""), 3, outputs);
   EXPECT_EQ(s.code(), StatusCode::kAborted);
+  // An error with id -1 mid-session: the model ended the whole session.
+  s = decode(errorPayload(-1, "bye"), 3, outputs);
+  EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s.message();
+  EXPECT_EQ(s.message(), "the model ended the session: bye");
+}
+
+// The checks both framed codecs end their reply decoding with (wire::checkReply),
+// on what a decoder read, including what only json can lack.
+TEST(ReplyCheck, EveryOutcome) {
+  wire::ReplySummary r;
+  r.sawReply = true;
+  r.id = 7;
+  r.tensors = 2;
+  EXPECT_TRUE(wire::checkReply(r, 7, 2).ok());
+  EXPECT_EQ(wire::checkReply(r, 7, 3).message(), "reply has 2 tensors, expected 3");
+  EXPECT_EQ(wire::checkReply(r, 6, 2).message(), "reply id 7 does not answer observation 6");
+  EXPECT_EQ(wire::checkReply(r, -1, 2).message(), "reply id 7 does not answer the header (id -1)");
+
+  wire::ReplySummary noId = r;
+  noId.hasId = false;
+  EXPECT_EQ(wire::checkReply(noId, 7, 2).code(), StatusCode::kDataLoss);
+  EXPECT_EQ(wire::checkReply(noId, 7, 2).message(), "reply has no \"id\"");
+
+  wire::ReplySummary noTensors = r;
+  noTensors.hasTensors = false;
+  noTensors.tensors = 0;
+  EXPECT_EQ(wire::checkReply(noTensors, 7, 2).message(), "reply has no \"tensors\"");
+  EXPECT_TRUE(wire::checkReply(noTensors, 7, 0).ok());  // a header acknowledgment needs none
+
+  wire::ReplySummary notReply = r;
+  notReply.sawReply = false;
+  EXPECT_EQ(wire::checkReply(notReply, 7, 2).message(), "the model's message is not a reply");
+
+  wire::ReplySummary error = r;
+  error.hasError = true;
+  error.error = "no";
+  EXPECT_EQ(wire::checkReply(error, 7, 2).code(), StatusCode::kAborted);
+  EXPECT_EQ(wire::checkReply(error, 7, 2).message(), "model error: no");
+  EXPECT_EQ(wire::checkReply(error, 6, 2).message(), "reply id 7 does not answer observation 6 (model error: no)");
+  error.id = -1;
+  EXPECT_EQ(wire::checkReply(error, 6, 2).code(), StatusCode::kUnavailable);
+  EXPECT_EQ(wire::checkReply(error, -1, 2).code(), StatusCode::kAborted);  // the header itself refused
 }
 
 TEST_P(FramedCodecTest, WrongIdNameTypeShapeCount) {
