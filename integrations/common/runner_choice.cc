@@ -1,5 +1,7 @@
 #include "runner_choice.h"
 
+#include "runner_kind.h"
+
 #include <dlfcn.h>
 
 #include <cstring>
@@ -85,11 +87,14 @@ StatusOr<const Descriptor*> loadModelLibrary(const std::string& runner, const st
 StatusOr<std::unique_ptr<ModelRunner>> createRunner(const RunnerChoice& c, std::vector<TensorSpec> features,
                                                     std::vector<TensorSpec> advice) {
   const std::string& r = c.runner;
-  if (r == "onnx" || r == "onnxruntime") {
+  RunnerKind kind;
+  if (!parseRunnerKind(r, &kind))
+    return mlbridge::invalidArgument("unknown runner '" + r + "' (available: " + availableRunners() + ")");
+  if (kind == RunnerKind::kOnnx || kind == RunnerKind::kOnnxRuntime) {
     if (c.model.empty())
       return Status(mlbridge::StatusCode::kNotFound,
                     r + " runner: no model file given (" + c.optionPrefix + "model=FILE.onnx)");
-    if (r == "onnx") {
+    if (kind == RunnerKind::kOnnx) {
 #ifdef MLBRIDGE_RUNNERS_HAVE_ENGINE
       return upcast(mlbridge::NativeModelRunner::create(c.model, std::move(features), std::move(advice)));
 #else
@@ -102,7 +107,7 @@ StatusOr<std::unique_ptr<ModelRunner>> createRunner(const RunnerChoice& c, std::
     return notBuilt(r, "use libMLBridgeLLVMFull.so, built when ONNX Runtime is found");
 #endif
   }
-  if (r == "aot") {
+  if (kind == RunnerKind::kAot) {
 #ifdef MLBRIDGE_RUNNERS_HAVE_ENGINE
     const mlbridge_aot_model* model = c.embeddedAot;
     if (!c.model.empty()) {
@@ -119,7 +124,7 @@ StatusOr<std::unique_ptr<ModelRunner>> createRunner(const RunnerChoice& c, std::
     return notBuilt(r, "configure with MLBRIDGE_WITH_ENGINE=ON");
 #endif
   }
-  if (r == "tfaot") {
+  if (kind == RunnerKind::kTfAot) {
     // Needs nothing but the library: XLA's code and its runtime are in it.
     if (c.model.empty())
       return Status(mlbridge::StatusCode::kNotFound,
@@ -129,7 +134,7 @@ StatusOr<std::unique_ptr<ModelRunner>> createRunner(const RunnerChoice& c, std::
     if (!loaded.ok()) return loaded.status();
     return upcast(mlbridge::TfAotModelRunner::create(*loaded, std::move(features), std::move(advice)));
   }
-  if (r == "pipe") {
+  if (kind == RunnerKind::kPipe) {
     if (c.channel.empty())
       return mlbridge::invalidArgument("pipe runner: no channel base given");
     mlbridge::PipeOptions p;
@@ -140,21 +145,19 @@ StatusOr<std::unique_ptr<ModelRunner>> createRunner(const RunnerChoice& c, std::
       return mlbridge::invalidArgument("pipe runner: unknown format '" + c.format + "' (bitstream, json, protobuf)");
     return upcast(mlbridge::PipeModelRunner::create(std::move(features), std::move(advice), p));
   }
-  if (r == "grpc") {
+  // The one kind left: grpc.
 #ifdef MLBRIDGE_RUNNERS_HAVE_GRPC
-    if (c.address.empty())
-      return mlbridge::invalidArgument("grpc runner: no address given (" + c.optionPrefix + "address=HOST:PORT)");
-    mlbridge::GrpcRunnerOptions g;
-    g.address = c.address;
-    g.deadlineMs = c.timeoutMs;
-    g.retry.totalBudgetMs = c.timeoutMs;
-    g.clientName = c.clientName;
-    return upcast(mlbridge::GrpcModelRunner::create(std::move(features), std::move(advice), g));
+  if (c.address.empty())
+    return mlbridge::invalidArgument("grpc runner: no address given (" + c.optionPrefix + "address=HOST:PORT)");
+  mlbridge::GrpcRunnerOptions g;
+  g.address = c.address;
+  g.deadlineMs = c.timeoutMs;
+  g.retry.totalBudgetMs = c.timeoutMs;
+  g.clientName = c.clientName;
+  return upcast(mlbridge::GrpcModelRunner::create(std::move(features), std::move(advice), g));
 #else
-    return notBuilt(r, "use libMLBridgeLLVMFull.so, built when gRPC is found");
+  return notBuilt(r, "use libMLBridgeLLVMFull.so, built when gRPC is found");
 #endif
-  }
-  return mlbridge::invalidArgument("unknown runner '" + r + "' (available: " + availableRunners() + ")");
 }
 
 }  // namespace mlbridge_integrations

@@ -1,11 +1,16 @@
 #include "advisor.h"
 
+#include "runner_kind.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 namespace mlbridge_gcc {
 namespace {
+
+using mlbridge_integrations::parseRunnerKind;
+using mlbridge_integrations::RunnerKind;
 
 const char* const kFeatureNames[kFeatureCount] = {
     "trip_count", "loop_depth", "innermost", "loop_blocks", "loop_stmts", "loop_loads",
@@ -19,6 +24,13 @@ bool parseInt(const char* text, int64_t lo, int64_t hi, int64_t* out) {
   if (errno != 0 || *end != '\0' || v < lo || v > hi) return false;
   *out = v;
   return true;
+}
+
+// The runners this plugin offers: onnx (model=) and pipe (pipe=).
+bool parseOnnxOrPipe(const std::string& text, RunnerKind* kind, std::string* error) {
+  if (parseRunnerKind(text, kind) && (*kind == RunnerKind::kOnnx || *kind == RunnerKind::kPipe)) return true;
+  *error = "runner must be onnx or pipe, not '" + text + "'";
+  return false;
 }
 
 // Takes over an mlb_error: its message, prefixed, into *error.
@@ -61,10 +73,8 @@ bool setOption(Options& options, const char* key, const char* value, std::string
   const char* v = value != nullptr ? value : "";
   int64_t n = 0;
   if (k == "runner") {
-    if (strcmp(v, "onnx") != 0 && strcmp(v, "pipe") != 0) {
-      *error = "runner must be onnx or pipe, not '" + std::string(v) + "'";
-      return false;
-    }
+    RunnerKind kind;
+    if (!parseOnnxOrPipe(v, &kind, error)) return false;
     options.runner = v;
   } else if (k == "model") {
     options.model = v;
@@ -104,9 +114,13 @@ Advisor::~Advisor() {
 }
 
 bool Advisor::open(const Options& options, std::string* error) {
-  std::string kind = options.runner;
-  if (kind.empty()) kind = !options.model.empty() ? "onnx" : !options.pipe.empty() ? "pipe" : "";
-  if (kind.empty()) {
+  // Unset: what the options point at, the model file first.
+  RunnerKind kind = RunnerKind::kOnnx;
+  if (!options.runner.empty()) {
+    if (!parseOnnxOrPipe(options.runner, &kind, error)) return false;
+  } else if (options.model.empty() && !options.pipe.empty()) {
+    kind = RunnerKind::kPipe;
+  } else if (options.model.empty()) {
     *error = "no model: give -fplugin-arg-mlbridge-model=FILE.onnx or -fplugin-arg-mlbridge-pipe=BASE";
     return false;
   }
@@ -116,7 +130,7 @@ bool Advisor::open(const Options& options, std::string* error) {
   if (!specs.create(&err)) return takeError(err, "specs", error);
   const mlb_spec* const* features = specs.features;
   const mlb_spec* advice[1] = {specs.advice};
-  if (kind == "onnx") {
+  if (kind == RunnerKind::kOnnx) {
     if (options.model.empty()) {
       *error = "runner onnx needs -fplugin-arg-mlbridge-model=FILE.onnx";
       return false;

@@ -25,12 +25,15 @@ list(APPEND MLBRIDGE_ENABLED_COMPONENTS "gcc-plugin (GCC ${CMAKE_CXX_COMPILER_VE
 add_library(mlbridge_gcc_plugin MODULE
   ${CMAKE_CURRENT_LIST_DIR}/plugin.cc
   ${CMAKE_CURRENT_LIST_DIR}/advisor.cc
-  ${CMAKE_CURRENT_LIST_DIR}/decision_log.cc)
+  ${CMAKE_CURRENT_LIST_DIR}/decision_log.cc
+  ${PROJECT_SOURCE_DIR}/integrations/common/runner_kind.cc)
 # The plugin's name is its file name: mlbridge.so takes -fplugin-arg-mlbridge-*.
 set_target_properties(mlbridge_gcc_plugin PROPERTIES PREFIX "" OUTPUT_NAME mlbridge
   LIBRARY_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/integrations/gcc
   CXX_VISIBILITY_PRESET hidden VISIBILITY_INLINES_HIDDEN ON)
 target_include_directories(mlbridge_gcc_plugin SYSTEM PRIVATE ${MLBRIDGE_GCC_PLUGIN_DIR}/include)
+# runner_kind.h: the runner names every integration parses the same way.
+target_include_directories(mlbridge_gcc_plugin PRIVATE ${PROJECT_SOURCE_DIR}/integrations/common)
 # Built the way GCC is: cc1 has no RTTI, so a pass class with RTTI would not load.
 target_compile_options(mlbridge_gcc_plugin PRIVATE -fno-rtti -fno-exceptions ${MLBRIDGE_WARNINGS})
 # The core library is linked in (it is PIC); its symbols stay inside the plugin.

@@ -32,7 +32,7 @@ endfunction()
 # is compiled per plugin, with what that plugin links),
 # compiled once for all plugins.
 file(GLOB MLBRIDGE_LLVM_SOURCES CONFIGURE_DEPENDS ${CMAKE_CURRENT_LIST_DIR}/*.cc)
-add_library(mlbridge_llvm_objs OBJECT ${MLBRIDGE_LLVM_SOURCES})
+add_library(mlbridge_llvm_objs OBJECT ${MLBRIDGE_LLVM_SOURCES} ${PROJECT_SOURCE_DIR}/integrations/common/runner_kind.cc)
 mlbridge_llvm_settings(mlbridge_llvm_objs)
 target_link_libraries(mlbridge_llvm_objs PRIVATE mlbridge)
 

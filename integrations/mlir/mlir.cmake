@@ -35,7 +35,8 @@ list(APPEND MLBRIDGE_ENABLED_COMPONENTS "mlir-opt (MLIR ${LLVM_PACKAGE_VERSION})
 add_executable(mlbridge-mlir-opt
   ${CMAKE_CURRENT_LIST_DIR}/mlbridge_mlir_opt.cc
   ${CMAKE_CURRENT_LIST_DIR}/unroll_pass.cc
-  ${PROJECT_SOURCE_DIR}/integrations/common/runner_choice.cc)
+  ${PROJECT_SOURCE_DIR}/integrations/common/runner_choice.cc
+  ${PROJECT_SOURCE_DIR}/integrations/common/runner_kind.cc)
 target_include_directories(mlbridge-mlir-opt SYSTEM PRIVATE ${LLVM_INCLUDE_DIRS} ${MLIR_INCLUDE_DIRS})
 target_include_directories(mlbridge-mlir-opt PRIVATE ${CMAKE_CURRENT_LIST_DIR} ${PROJECT_SOURCE_DIR}/integrations/common)
 if(MLBRIDGE_WITH_ENGINE)

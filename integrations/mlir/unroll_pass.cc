@@ -24,6 +24,7 @@
 
 #include "mlbridge/wire_format.h"
 #include "runner_choice.h"
+#include "runner_kind.h"
 
 namespace mlbridge_mlir {
 namespace {
@@ -138,23 +139,30 @@ mlbridge::StatusOr<std::unique_ptr<mlbridge::ModelRunner>> UnrollPass::makeRunne
   std::vector<mlbridge::TensorSpec> features;
   for (const char* name : kFeatureNames) features.push_back(mlbridge::TensorSpec::create<int64_t>(name, {1}));
   std::vector<mlbridge::TensorSpec> advice = {mlbridge::TensorSpec::create<int64_t>(kAdviceName, {1})};
-  std::string kind = runner;
-  if (kind.empty()) kind = !model.empty() ? "onnx" : !pipe.empty() ? "pipe" : "";
   // The pass's own checks, in its option names; the runner itself comes from
   // the factory every integration shares (integrations/common/runner_choice.h).
-  if (kind.empty()) return Status(StatusCode::kInvalidArgument, "no model: give model=FILE.onnx or pipe=BASE");
-  if (kind != "onnx" && kind != "pipe")
-    return Status(StatusCode::kInvalidArgument, "runner must be onnx or pipe, not '" + kind + "'");
-  if (kind == "onnx" && model.empty())
+  using mlbridge_integrations::RunnerKind;
+  RunnerKind kind = RunnerKind::kOnnx;  // unset: what the options point at, the model file first
+  if (!runner.empty()) {
+    if (!mlbridge_integrations::parseRunnerKind(runner.getValue(), &kind) ||
+        (kind != RunnerKind::kOnnx && kind != RunnerKind::kPipe))
+      return Status(StatusCode::kInvalidArgument, "runner must be onnx or pipe, not '" + runner.getValue() + "'");
+  } else if (model.empty() && !pipe.empty()) {
+    kind = RunnerKind::kPipe;
+  } else if (model.empty()) {
+    return Status(StatusCode::kInvalidArgument, "no model: give model=FILE.onnx or pipe=BASE");
+  }
+  if (kind == RunnerKind::kOnnx && model.empty())
     return Status(StatusCode::kInvalidArgument, "runner=onnx needs model=FILE.onnx");
-  if (kind == "pipe" && pipe.empty()) return Status(StatusCode::kInvalidArgument, "runner=pipe needs pipe=BASE");
+  if (kind == RunnerKind::kPipe && pipe.empty())
+    return Status(StatusCode::kInvalidArgument, "runner=pipe needs pipe=BASE");
   mlbridge::WireFormat wire;
   if (!mlbridge::parseWireFormat(format.getValue(), &wire))
     return Status(StatusCode::kInvalidArgument, "format must be bitstream, json or protobuf, not '" +
                                                     format.getValue() + "'");
   if (timeoutMs <= 0) return Status(StatusCode::kInvalidArgument, "timeout-ms must be positive");
   mlbridge_integrations::RunnerChoice choice;
-  choice.runner = kind;
+  choice.runner = mlbridge_integrations::runnerKindName(kind);
   choice.model = model;
   choice.channel = pipe;
   choice.format = format.getValue();
