@@ -156,3 +156,31 @@ def test_distributed_thinlto_says_which_index_is_missing(tmp_path):
                                     str(base / "with.o"))
     assert got["without.o"] == Extraction("without.o", "failed", "no -fthinlto-index= in its command",
                                        str(base / "without.o"))
+
+
+def test_what_an_input_holds_and_the_modules_it_names(tmp_path):
+    """The input kinds `corpus extract --input-type auto` detects, and their sources."""
+    objs, bcs = tmp_path / "objs", tmp_path / "bcs"
+    (objs / "sub").mkdir(parents=True)
+    (objs / "sub" / "a.o").write_bytes(b"")
+    (objs / "b.bc").write_bytes(b"")   # objects win over bitcode
+    bcs.mkdir()
+    (bcs / "m.bc").write_bytes(b"")
+    (tmp_path / "cc.json").write_text("[]")
+    (tmp_path / "link.params").write_text("")
+    assert [ex.input_kind(str(p)) for p in (objs, bcs, tmp_path / "cc.json", tmp_path / "link.params")] == \
+        ["directory", "bitcode", "json", "params"]
+    assert ex.sources_of(str(objs), "directory") == ([Source(os.path.join("sub", "a.o"), str(objs / "sub" / "a.o"),
+                                                             "object", str(objs))], [])
+    assert ex.sources_of(str(bcs), "bitcode") == ([Source("m", str(bcs / "m.bc"), "bitcode", str(bcs))], [])
+    with pytest.raises(ValueError, match="unknown input kind"):
+        ex.sources_of(str(bcs), "auto")
+
+
+def test_missing_bitcode_is_skipped_when_allowed(tmp_path):
+    report = ex.Report(str(tmp_path), [Extraction("a.o", "failed", "no .llvmbc section (assembled?)", "a.o"),
+                                       Extraction("b.o", "failed", "not LLVM bitcode", "b.o"),
+                                       Extraction("c.o", "extracted", "", "c.o")])
+    ex.skip_missing_bitcode(report, Options())
+    assert [o.status for o in report.outcomes] == ["skipped", "failed", "extracted"]
+    assert report.outcomes[0] == Extraction("a.o", "skipped", "no .llvmbc section (assembled?)", "a.o")

@@ -140,13 +140,7 @@ def run_extract(args: argparse.Namespace) -> int:
             raise UsageError("give an INPUT (compile_commands.json, params file or folder)")
         if not os.path.exists(args.input):
             raise UsageError(f"{args.input}: no such file or folder")
-        kind = args.input_type
-        if kind == "auto":
-            if os.path.isdir(args.input):
-                kind = "directory" if ex.files_under(args.input, ".o") or not ex.files_under(args.input, ".bc") \
-                    else "bitcode"
-            else:
-                kind = "json" if args.input.endswith(".json") else "params"
+        kind = ex.input_kind(args.input) if args.input_type == "auto" else args.input_type
         if kind in ("directory", "bitcode") and not os.path.isdir(args.input):
             raise UsageError(f"{args.input}: not a folder (--input-type {kind})")
         if kind in ("json", "params") and not os.path.isfile(args.input):
@@ -161,14 +155,7 @@ def run_extract(args: argparse.Namespace) -> int:
                 override = []          # make_corpus writes an empty override when given none
         elif override is not None:
             raise UsageError("--default-args applies to raw bitcode and --thinlto local only")
-        if kind == "json":
-            sources, pre = ex.sources_from_compile_commands(args.input)
-        elif kind == "params":
-            sources = ex.sources_from_params(args.input, args.obj_base_dir)
-        elif kind == "directory":
-            sources = ex.sources_from_directory(args.input)
-        else:
-            sources = ex.sources_from_bitcode(args.input)
+        sources, pre = ex.sources_of(args.input, kind, args.obj_base_dir)
     if args.cmd_filter is not None:
         import re
         try:
@@ -184,10 +171,7 @@ def run_extract(args: argparse.Namespace) -> int:
         report = ex.extract(sources, args.output, options=opts, jobs=jobs, global_command_override=override,
                             pre_outcomes=pre, on_done=lambda o: prog.update(1, postfix=o.name))
     if args.allow_missing:
-        missing = (f"no {args.bitcode_section} section", f"no {args.cmd_section} section")
-        report.outcomes = [ex.Extraction(o.name, "skipped", o.reason, o.path)
-                           if o.status == "failed" and o.reason.startswith(missing) else o
-                           for o in report.outcomes]
+        ex.skip_missing_bitcode(report, opts)
     return _finish_extract(report, args)
 
 

@@ -176,6 +176,42 @@ def sources_from_lld_thinlto(root: str) -> List[Source]:
             for p in files_under(root, LLD_IMPORT_SUFFIX)]
 
 
+#: what an extraction reads: compile_commands.json, an lld params file, a folder of
+#: objects, a folder of raw bitcode
+INPUT_KINDS = ("json", "params", "directory", "bitcode")
+
+
+def input_kind(path: str) -> str:
+    """What PATH holds: a folder of objects ("directory"; "bitcode" when it holds
+    *.bc and no *.o), a ``.json`` file ("json"), any other file ("params")."""
+    if os.path.isdir(path):
+        return "directory" if files_under(path, ".o") or not files_under(path, ".bc") else "bitcode"
+    return "json" if path.endswith(".json") else "params"
+
+
+def sources_of(path: str, kind: str, base: str = "") -> Tuple[List[Source], List[Extraction]]:
+    """The modules an input of KIND at PATH names (``base``: what a params file's
+    paths are relative to), and the outcomes already known (entries of a
+    compile_commands.json that name no object)."""
+    if kind == "json":
+        return sources_from_compile_commands(path)
+    if kind == "params":
+        return sources_from_params(path, base), []
+    if kind == "directory":
+        return sources_from_directory(path), []
+    if kind == "bitcode":
+        return sources_from_bitcode(path), []
+    raise ValueError(f"unknown input kind {kind!r} (one of {', '.join(INPUT_KINDS)})")
+
+
+def skip_missing_bitcode(report: "Report", options: "Options") -> None:
+    """Objects without embedded bitcode (assembled ones) become "skipped", not failures."""
+    missing = (f"no {options.bitcode_section} section", f"no {options.cmd_section} section")
+    report.outcomes = [Extraction(o.name, "skipped", o.reason, o.path)
+                       if o.status == "failed" and o.reason.startswith(missing) else o
+                       for o in report.outcomes]
+
+
 # ---- extracting one module ----------------------------------------------------------
 
 @dataclass(frozen=True)
