@@ -158,3 +158,9 @@ def test_the_train_commands_word_them_in_one_line(corpus, tmp_path, capsys):
     line = one_line(capsys, ["train", "room", corpus, "-o", str(tmp_path / "room"), "--programs", "none",
                              "--clang", "/nonexistent/clang-19", "--quiet"], 2)
     assert "clang" in line and "Traceback" not in line
+
+
+def test_corpus_build_words_a_missing_compiler_with_its_flag(tmp_path, capsys):
+    line = one_line(capsys, ["corpus", "build", "tests", "--cache", str(tmp_path), "--cxx", "/nope/clang++",
+                             "--quiet"], 1)
+    assert line == "/nope/clang++ not found (install clang-19, or give --cxx)"

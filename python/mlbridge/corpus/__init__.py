@@ -2,4 +2,6 @@
 one ``.bc`` and one ``.cmd`` per module plus ``corpus_description.json``.
 ``layout`` reads and writes that layout; ``extract`` builds a corpus from objects,
 ``compile_commands.json``, ThinLTO outputs or bitcode; ``recipes`` build real
-projects; ``evaluate`` scores a policy against -Oz."""
+projects; ``evaluate`` scores a policy against -Oz (``compile``: one module under
+one policy; ``where``: where the bytes went; ``training_logs``: the logs a
+scoring writes). ``python_callable`` loads a policy named ``module:function``."""

@@ -1,7 +1,9 @@
 """Training compiler policies: Gymnasium environments (``gym``), policies
 (``policy``), whole-episode rollouts (``rollout``), evolution strategies (``es``).
-The compiler worker for remote trainers is ``mlbridge.rpc.environment_server``.
-See docs/training.md."""
+The recipes of ``mlbridge train``: ``recipe`` (run: baseline, imitation start,
+resume), ``learn_from_search`` (search), ``room_recipe`` (room), ``run_report``
+(report); ``run_folder`` checks what a run's folder holds. The compiler worker
+for remote trainers is ``mlbridge.rpc.environment_server``. See docs/training.md."""
 from __future__ import annotations
 
 from .es import es_train
