@@ -7,7 +7,6 @@ runs the same command.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import os
 import sys
@@ -75,6 +74,7 @@ def run(args: argparse.Namespace) -> int:
     from ..corpus.evaluate import BaselineCache, default_cache_dir, evaluate
     from ..corpus.programs import load_programs
     from ..corpus.settings import Setting, find_lld
+    from ..corpus.evaluation_files import plot_deltas, write_csv
     from ..corpus.where import where_summary
     from .progress import Progress
 
@@ -130,7 +130,7 @@ def run(args: argparse.Namespace) -> int:
     if args.csv:
         write_csv(args.csv, data)
     if args.plot:
-        write_plot(args.plot, data)
+        plot_deltas(args.plot, data)
     if args.json:
         json.dump(data, sys.stdout, indent=1)
         sys.stdout.write("\n")
@@ -236,53 +236,6 @@ def print_where(w: Dict[str, Any], stream: Any = None) -> None:
 
 def _num(v: Optional[int]) -> str:
     return "-" if v is None else f"{v:,}"
-
-
-CSV_FIELDS = ["module", "ok", "oz_text", "policy_text", "delta", "delta_pct", "oz_seconds", "policy_seconds",
-              "decisions", "oz_cached", "error", "command"]
-
-
-def write_csv(path: str, data: Dict[str, Any]) -> None:
-    with open(path, "w", newline="", encoding="utf-8") as f:
-        w = csv.DictWriter(f, fieldnames=CSV_FIELDS, extrasaction="ignore")
-        w.writeheader()
-        for m in data["modules"]:
-            row = dict(m)
-            errs = m.get("errors") or []
-            row["error"] = "; ".join(f"{e['run']}: {e['error']}" for e in errs)
-            row["command"] = " ;; ".join(e["command"] for e in errs)
-            w.writerow(row)
-
-
-def write_plot(path: str, data: Dict[str, Any]) -> None:
-    """Per-module .text change against -Oz (percent), sorted; failed modules are left out."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    ok = sorted((m for m in data["modules"] if m["ok"] and m["delta_pct"] is not None),
-                key=lambda m: m["delta_pct"])
-    vals = [m["delta_pct"] for m in ok]
-    t = data["total"]
-    fig, ax = plt.subplots(figsize=(max(6.0, min(16.0, 0.25 * len(vals) + 4)), 4.5))
-    colors = ["tab:green" if v < 0 else "tab:red" if v > 0 else "tab:gray" for v in vals]
-    ax.bar(range(len(vals)), vals, color=colors, width=0.9)
-    ax.axhline(0, color="black", linewidth=0.8)
-    if t["delta_pct"] is not None:
-        ax.axhline(t["delta_pct"], color="tab:blue", linestyle="--", linewidth=1,
-                   label=f"total {t['delta_pct']:+.2f}%")
-        ax.legend(loc="upper left")
-    ax.set_xlabel(f"module (sorted; {len(vals)} of {len(data['modules'])})")
-    ax.set_ylabel(".text change vs -Oz (%)")
-    ax.set_title(f"{os.path.basename(str(data['policy']))} vs -Oz: {t['oz_text']:,} -> {t['policy_text']:,} bytes")
-    if len(vals) <= 40:
-        ax.set_xticks(range(len(vals)))
-        ax.set_xticklabels([os.path.basename(m["module"]) for m in ok], rotation=60, ha="right", fontsize=7)
-    else:
-        ax.set_xticks([])
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
 
 
 def main(argv: Optional[List[str]] = None) -> int:
