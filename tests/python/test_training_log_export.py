@@ -179,6 +179,32 @@ def test_export_skips_broken_logs_and_says_why(tmp_path):
     assert [f["log"] for f in res["failed"]] == [broken] and "truncated" in res["failed"][0]["error"]
 
 
+def test_export_logs_in_process_reports_each_log_and_refuses_with_typed_errors(tmp_path):
+    """The library behind `log export`: callbacks per log and per skipped log; a
+    path naming no log or an output that is a file is a LogExportError (the
+    command's one-line usage error), before anything is written."""
+    from mlbridge.llvm.log_export import LogExportError, export_logs, find_logs
+    (tmp_path / "in").mkdir()
+    good = golden_copy(tmp_path / "in")
+    broken = str(tmp_path / "in" / "broken.log")
+    open(broken, "wb").write(open(good, "rb").read()[:-4])
+    paths = find_logs([str(tmp_path / "in")])
+    assert paths == sorted([good, broken])
+    seen, skipped, started = [], [], []
+    r = export_logs(paths, str(tmp_path / "out"), on_start=started.append, on_log=lambda p, ok: seen.append((p, ok)),
+                    on_skip=skipped.append)
+    assert started == [2] and sorted(seen) == sorted([(good, True), (broken, False)])
+    assert len(skipped) == 1 and broken in skipped[0] and r["records"] == 1 and r["failed"][0]["log"] == broken
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(LogExportError, match="no \\*.log file in this folder"):
+        find_logs([str(tmp_path / "empty")])
+    with pytest.raises(LogExportError, match="no such file"):
+        find_logs([str(tmp_path / "nope.log")])
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(LogExportError, match="exists and is not a folder"):
+        export_logs([good], str(tmp_path / "file"))
+
+
 def test_export_npz(tmp_path):
     m = manifest()
     p = golden_copy(tmp_path)

@@ -5,9 +5,9 @@ import argparse
 import json
 import os
 import sys
-from typing import Any, Dict, List
+from typing import List
 
-from .errors import UsageError
+from .errors import UsageError, usage_error
 from .progress import Progress
 
 
@@ -36,21 +36,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     e.add_argument("--quiet", action="store_true", help="no progress output")
     e.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
     e.set_defaults(run=export)
-
-
-def _expand(paths: List[str]) -> List[str]:
-    out: List[str] = []
-    for p in paths:
-        if os.path.isdir(p):
-            found = sorted(os.path.join(d, f) for d, _, fs in os.walk(p) for f in fs if f.endswith(".log"))
-            if not found:
-                raise UsageError(f"{p}: no *.log file in this folder")
-            out.extend(found)
-        elif os.path.exists(p):
-            out.append(p)
-        else:
-            raise UsageError(f"{p}: no such file")
-    return out
 
 
 def show(args: argparse.Namespace) -> int:
@@ -89,65 +74,35 @@ def show(args: argparse.Namespace) -> int:
 
 
 def export(args: argparse.Namespace) -> int:
-    """Every log read, then the output written under a temporary name and
-    renamed. A malformed log is skipped with its reason (exit code 1); when no
-    log could be read, nothing is written (no empty output, no new folder)."""
-    from ..core.errors import MLBridgeError
-    from ..llvm import log_export as lx
-    from ..llvm.training_log import read_training_log
-    paths = _expand(args.logs)
-    if args.format == "parquet":
-        try:
-            import pyarrow  # noqa: F401
-        except ImportError:
-            raise UsageError("--format parquet needs pyarrow (python3 -m pip install pyarrow)") from None
-    if os.path.lexists(args.output) and not os.path.isdir(args.output):
-        raise UsageError(f"{args.output}: exists and is not a folder")
-    made = _new_folders(args.output)
-    os.makedirs(args.output, exist_ok=True)
-    sink: Any = None
-    failed: List[Dict[str, str]] = []
-    empty: List[str] = []
-    steps = 0
-    try:
-        mode = lx.choose_reward_mode(paths, args.reward)
-        sink = lx.SINKS[args.format](args.output)
+    """``log export``: see llvm/log_export.export_logs; exit code 1 when a log was skipped."""
+    from ..llvm.log_export import LogExportError, export_logs, find_logs
+    bars: List[Progress] = []
+
+    def start(total: int) -> None:
         # no progress for one log: its error, if any, is the one line on stderr
-        with Progress(len(paths), "export", quiet=args.quiet or args.json or len(paths) == 1, unit="log") as prog:
-            for path in paths:
-                try:
-                    trajs = lx.trajectories(read_training_log(path), mode)
-                except (MLBridgeError, OSError, ValueError) as exc:
-                    reason = str(exc) if path in str(exc) else f"{path}: {exc}"
-                    failed.append({"log": path, "error": reason})
-                    if len(paths) > 1:   # one log: its reason is the command's error, below
-                        line = f"mlbridge: {reason} (skipped)"
-                        if prog.quiet:   # --quiet silences progress, not errors
-                            print(line, file=sys.stderr)
-                        else:
-                            prog.write(line)
-                    prog.update(1)
-                    continue
-                if not trajs:
-                    empty.append(path)
-                for t in trajs:
-                    sink.add(t)
-                    steps += t.steps
-                prog.update(1, postfix=os.path.basename(path))
-        records = sink.records
-        if len(failed) == len(paths):   # nothing read: nothing written
-            sink.abort()
-            _remove_new_folders(made)
-            outputs: List[str] = []
-        else:
-            outputs = sink.close()
-    except BaseException:
-        if sink is not None:
-            sink.abort()
-        _remove_new_folders(made)
-        raise
-    result = {"logs": len(paths), "records": records if outputs else 0, "steps": steps if outputs else 0,
-              "reward": mode, "format": args.format, "outputs": outputs, "without_steps": empty, "failed": failed}
+        bars.append(Progress(total, "export", quiet=args.quiet or args.json or total == 1, unit="log"))
+
+    def done(path: str, ok: bool) -> None:
+        bars[0].update(1, postfix=os.path.basename(path) if ok else None)
+
+    def skipped(reason: str) -> None:
+        if len(paths) > 1:   # one log: its reason is the command's error, below
+            line = f"mlbridge: {reason} (skipped)"
+            if bars[0].quiet:   # --quiet silences progress, not errors
+                print(line, file=sys.stderr)
+            else:
+                bars[0].write(line)
+
+    try:
+        paths = find_logs(args.logs)
+        result = export_logs(paths, args.output, format=args.format, reward=args.reward, on_start=start,
+                             on_log=done, on_skip=skipped)
+    except LogExportError as exc:
+        raise usage_error(exc) from None
+    finally:
+        for bar in bars:
+            bar.close()
+    failed, outputs = result["failed"], result["outputs"]
     if args.json:
         print(json.dumps(result, indent=1))
     if not outputs:
@@ -156,30 +111,9 @@ def export(args: argparse.Namespace) -> int:
         print(f"mlbridge: error: {what}; nothing written", file=sys.stderr)
         return 1
     if not args.json and not args.quiet:
-        print(f"{records} trajectories, {steps} steps from {len(paths) - len(failed)} of {len(paths)} logs "
-              f"(reward: {mode}) -> {', '.join(outputs)}")
-        if empty:
-            print(f"{len(empty)} log(s) without any step (no call site) wrote no record", file=sys.stderr)
+        print(f"{result['records']} trajectories, {result['steps']} steps from {len(paths) - len(failed)} of "
+              f"{len(paths)} logs (reward: {result['reward']}) -> {', '.join(outputs)}")
+        if result["without_steps"]:
+            print(f"{len(result['without_steps'])} log(s) without any step (no call site) wrote no record",
+                  file=sys.stderr)
     return 1 if failed else 0
-
-
-def _new_folders(path: str) -> List[str]:
-    """The folders ``os.makedirs(path)`` would make, deepest first."""
-    out: List[str] = []
-    p = os.path.abspath(path)
-    while not os.path.lexists(p):
-        out.append(p)
-        parent = os.path.dirname(p)
-        if parent == p:
-            break
-        p = parent
-    return out
-
-
-def _remove_new_folders(made: List[str]) -> None:
-    """Removes the folders this run made, if they are still empty."""
-    for d in made:
-        try:
-            os.rmdir(d)
-        except OSError:
-            return

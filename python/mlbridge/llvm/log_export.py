@@ -12,15 +12,16 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Dict, Iterable, List, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..core.errors import ProtocolError
-from .training_log import TrainingLog, Trajectory, relative_reward, reward_sidecar
+from ..core.errors import ArgumentError, MLBridgeError, ProtocolError
+from .training_log import TrainingLog, Trajectory, read_training_log, relative_reward, reward_sidecar
 
 __all__ = ["REWARD_MODES", "ExportedTrajectory", "module_reward", "choose_reward_mode", "feature_lists",
-           "TFRecordSink", "NpzSink", "ParquetSink", "SINKS", "trajectories"]
+           "TFRecordSink", "NpzSink", "ParquetSink", "SINKS", "trajectories", "LogExportError",
+           "LogExportArgumentError", "find_logs", "export_logs"]
 
 #: relative: ml-compiler-opt's 1 - (policy + 0.01) / (oz + 0.01), needs the sizes
 #: set_log_reward keeps; bytes: -delta_size, the .text bytes saved against -Oz.
@@ -209,3 +210,114 @@ def trajectories(log: TrainingLog, mode: str) -> List[ExportedTrajectory]:
     reward = module_reward(log, mode)
     return [ExportedTrajectory(log.path, t.context, t.steps, reward, feature_lists(log, t, reward))
             for t in log.trajectories if t.steps]
+
+
+# ---- an export: logs in, one output out ---------------------------------------------
+
+class LogExportError(MLBridgeError):
+    """An export that cannot start (a path that names no log, an output that is
+    not a folder): nothing was read or written."""
+
+
+class LogExportArgumentError(LogExportError, ArgumentError):
+    """An export that cannot start because of one argument (``format``)."""
+
+
+def find_logs(paths: Sequence[str]) -> List[str]:
+    """The logs PATHS name (a folder: every ``*.log`` in it, recursively, sorted)."""
+    out: List[str] = []
+    for p in paths:
+        if os.path.isdir(p):
+            found = sorted(os.path.join(d, f) for d, _, fs in os.walk(p) for f in fs if f.endswith(".log"))
+            if not found:
+                raise LogExportError(f"{p}: no *.log file in this folder")
+            out.extend(found)
+        elif os.path.exists(p):
+            out.append(p)
+        else:
+            raise LogExportError(f"{p}: no such file")
+    return out
+
+
+def export_logs(paths: Sequence[str], output: str, *, format: str = "tfrecord", reward: str = "auto",
+                on_start: Optional[Callable[[int], None]] = None,
+                on_log: Optional[Callable[[str, bool], None]] = None,
+                on_skip: Optional[Callable[[str], None]] = None) -> Dict[str, Any]:
+    """Every log of PATHS read, then the output (SINKS[format]) written under a
+    temporary name and renamed. A malformed log is skipped with its reason
+    (``failed``; ``on_skip`` is told); when no log could be read, nothing is
+    written (no empty output, no new folder). ``on_log(path, ok)`` after each
+    log. Returns the result (``outputs``, ``records``, ``steps``, ``reward``, ...)."""
+    if format == "parquet":
+        try:
+            import pyarrow  # noqa: F401
+        except ImportError:
+            raise LogExportArgumentError("format", "{arg} parquet needs pyarrow (python3 -m pip install pyarrow)") \
+                from None
+    if os.path.lexists(output) and not os.path.isdir(output):
+        raise LogExportError(f"{output}: exists and is not a folder")
+    made = _new_folders(output)
+    os.makedirs(output, exist_ok=True)
+    sink: Any = None
+    failed: List[Dict[str, str]] = []
+    empty: List[str] = []
+    steps = 0
+    try:
+        mode = choose_reward_mode(paths, reward)
+        sink = SINKS[format](output)
+        if on_start is not None:
+            on_start(len(paths))
+        for path in paths:
+            try:
+                trajs = trajectories(read_training_log(path), mode)
+            except (MLBridgeError, OSError, ValueError) as exc:
+                reason = str(exc) if path in str(exc) else f"{path}: {exc}"
+                failed.append({"log": path, "error": reason})
+                if on_skip is not None:
+                    on_skip(reason)
+                if on_log is not None:
+                    on_log(path, False)
+                continue
+            if not trajs:
+                empty.append(path)
+            for t in trajs:
+                sink.add(t)
+                steps += t.steps
+            if on_log is not None:
+                on_log(path, True)
+        records = sink.records
+        if len(failed) == len(paths):   # nothing read: nothing written
+            sink.abort()
+            _remove_new_folders(made)
+            outputs: List[str] = []
+        else:
+            outputs = sink.close()
+    except BaseException:
+        if sink is not None:
+            sink.abort()
+        _remove_new_folders(made)
+        raise
+    return {"logs": len(paths), "records": records if outputs else 0, "steps": steps if outputs else 0,
+            "reward": mode, "format": format, "outputs": outputs, "without_steps": empty, "failed": failed}
+
+
+def _new_folders(path: str) -> List[str]:
+    """The folders ``os.makedirs(path)`` would make, deepest first."""
+    out: List[str] = []
+    p = os.path.abspath(path)
+    while not os.path.lexists(p):
+        out.append(p)
+        parent = os.path.dirname(p)
+        if parent == p:
+            break
+        p = parent
+    return out
+
+
+def _remove_new_folders(made: List[str]) -> None:
+    """Removes the folders this export made, if they are still empty."""
+    for d in made:
+        try:
+            os.rmdir(d)
+        except OSError:
+            return
