@@ -3,6 +3,7 @@ for every advisor stock LLVM 19 exposes in interactive mode (issue 14).
 
     python3 bench/advisor_overhead.py [--runs 5] [--advisors inliner evict priority]
                                       [--scale 1.0] [--json-out FILE] [--instructions] [--pin CPU]
+                                      [--timeout SECONDS|none]
 
 For each advisor it generates a large input (C, compiled by clang-19):
   inliner   2,000 functions with 3 calls each (about 6,000 questions) for
@@ -24,9 +25,12 @@ CPU per decision (this process's user+sys, all threads, median), and
 so on an idle machine wall is about busy time plus wake-ups, and busy time
 is what a loaded machine cannot inflate by scheduling delays. The
 ratios mlbridge / raw are the medians of the per-pair ratios, so machine
-load that drifts over the run cancels out. One JSON line per advisor (like
-``mlbridge-bench``) and a Markdown table at the end. The load average at
-start and end is printed: the machine may be shared.
+load that drifts over the run cancels out; ``wall_ratios`` lists every
+pair's ratio (sorted), the spread a single figure hides. One JSON line per
+advisor (like ``mlbridge-bench``) and a Markdown table at the end. The load
+average at start and end is printed: the machine may be shared.
+``--timeout none`` runs mlbridge without a deadline (its reads then need no
+watchdog).
 
 CPU time per decision moves by tens of percent from run to run on a shared
 or virtual machine. ``--instructions`` adds a figure that does not: the
@@ -58,6 +62,10 @@ from mlbridge import llvm  # noqa: E402
 import raw_llvm_agent  # noqa: E402
 
 TIMEOUT = 600.0
+#: The timeout mlbridge's helpers get (``--timeout``): with one, every read
+#: is bounded by the channel's read watchdog; None (``--timeout none``)
+#: measures the path without a deadline.
+MLBRIDGE_TIMEOUT: Any = TIMEOUT
 
 
 # ---- inputs ----------------------------------------------------------------------
@@ -125,7 +133,7 @@ def children_cpu() -> float:
 
 def run_mlbridge(adv: Advisor, ir: str, out: str) -> Tuple[float, float, float, List[Any]]:
     k0, c0, t0 = children_cpu(), time.process_time(), time.perf_counter()
-    res, decisions = adv.helper(ir, adv.policy, out_path=out, timeout=TIMEOUT)
+    res, decisions = adv.helper(ir, adv.policy, out_path=out, timeout=MLBRIDGE_TIMEOUT)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     if not res.ok:
         raise RuntimeError(f"mlbridge run failed: {res.stderr.decode(errors='replace')[-500:]}")
@@ -179,7 +187,8 @@ def instructions(agent: str, key: str, ir: str, tmp: str) -> Tuple[int, int]:
     prof = os.path.join(tmp, f"callgrind-{agent}-{os.path.basename(ir)}.out")
     out = os.path.join(tmp, f"{key}-{agent}-instr{ADVISORS[key].out_ext}")
     cmd = ["valgrind", "--tool=callgrind", "--trace-children=no", f"--callgrind-out-file={prof}",
-           sys.executable, os.path.abspath(__file__), "--one", agent, key, ir, out, tmp]
+           sys.executable, os.path.abspath(__file__), "--timeout", str(MLBRIDGE_TIMEOUT).lower(),
+           "--one", agent, key, ir, out, tmp]
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
     res = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=TIMEOUT)
     if res.returncode != 0:
@@ -206,6 +215,83 @@ def instructions_per_decision(key: str, scale: float, tmp: str) -> Dict[str, flo
         (i0, n0), (i1, n1) = instructions(agent, key, small, tmp), instructions(agent, key, big, tmp)
         got[agent] = round((i1 - i0) / max(1, n1 - n0))
     return got
+
+
+# ---- where each decision's time goes (--legs) -------------------------------------------
+LEG_EVENTS = ",".join(f"syscalls:sys_{d}_{c}" for c in ("read", "readv", "write") for d in ("enter", "exit"))
+LEGS = ("compiler write -> agent read", "agent read -> agent write", "agent write -> compiler read")
+
+
+def _median(xs: List[float]) -> float:
+    return statistics.median(xs) if xs else float("nan")
+
+
+def legs_of(trace: str, reply_bytes: int) -> Dict[str, float]:
+    """Per-decision medians (us) of the three legs around the agent, from a
+    ``perf script`` of the run's system calls: the compiler's observation
+    write to the agent's read returning it (the wake-up), the agent's read
+    to its answer's write (its own time), the answer's write to the
+    compiler's read returning it (the other wake-up)."""
+    import re
+    pat = re.compile(r"\s*(\S+)\s+(\d+)\s+([\d.]+):\s+syscalls:sys_(enter|exit)_(\w+):\s*(.*)")
+    events = []
+    for line in trace.splitlines():
+        m = pat.match(line)
+        if m:
+            comm, tid, t, side, call, rest = m.groups()
+            events.append((float(t), comm, int(tid), side, call, rest))
+    compiler = next((e[2] for e in events if e[1].startswith(("llc", "opt"))), None)
+    readers: Dict[int, int] = {}
+    for e in events:
+        if e[1].startswith("python") and e[4] == "readv" and e[3] == "exit":
+            readers[e[2]] = readers.get(e[2], 0) + 1
+    agent = max(readers, key=readers.get) if readers else None
+    c_write = p_read = p_write = None
+    got: Dict[str, List[float]] = {k: [] for k in LEGS}
+    for t, _, tid, side, call, rest in events:
+        if tid == compiler and call == "write" and side == "enter" and int(rest.split("count: ")[1], 16) > reply_bytes:
+            c_write = t
+        elif tid == agent and call == "readv" and side == "exit" and int(rest.strip(), 16) > 0:
+            if c_write is not None:
+                got[LEGS[0]].append(t - c_write)
+                c_write = None
+            p_read = t
+        elif tid == agent and call == "write" and side == "enter" and int(rest.split("count: ")[1], 16) == reply_bytes:
+            if p_read is not None:
+                got[LEGS[1]].append(t - p_read)
+                p_read = None
+            p_write = t
+        elif tid == compiler and call == "read" and side == "exit" and int(rest.strip(), 16) == reply_bytes:
+            if p_write is not None:
+                got[LEGS[2]].append(t - p_write)
+                p_write = None
+    return {k: round(_median(v) * 1e6, 1) for k, v in got.items()}
+
+
+def legs(key: str, runs: int, scale: float, tmp: str) -> Dict[str, Any]:
+    """``--legs``: each agent's run under ``perf record`` (system-call
+    tracepoints), alternating; medians per decision are what machine load
+    does not move much (it moves the tails)."""
+    adv = ADVISORS[key]
+    ir = make_input(key, scale, tmp)
+    reply_bytes = {"evict": 8, "inliner": 8, "priority": 4}[key]
+    per: Dict[str, List[Dict[str, float]]] = {"mlbridge": [], "raw": []}
+    for r in range(runs):
+        for agent in (["mlbridge", "raw"] if r % 2 == 0 else ["raw", "mlbridge"]):
+            data = os.path.join(tmp, f"legs-{agent}.data")
+            out = os.path.join(tmp, f"{key}-{agent}-legs{adv.out_ext}")
+            cmd = ["perf", "record", "-q", "-e", LEG_EVENTS, "-o", data, "--", sys.executable,
+                   os.path.abspath(__file__), "--timeout", str(MLBRIDGE_TIMEOUT).lower(),
+                   "--one", agent, key, ir, out, tmp]
+            res = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT)
+            if res.returncode != 0:
+                raise RuntimeError(f"perf record failed: {res.stderr[-500:]}")
+            script = subprocess.run(["perf", "script", "-i", data, "-F", "comm,tid,time,event,trace"],
+                                    capture_output=True, text=True, timeout=TIMEOUT).stdout
+            per[agent].append(legs_of(script, reply_bytes))
+    return {"bench": "advisor_overhead_legs", "advisor": key, "runs": runs, "timeout": MLBRIDGE_TIMEOUT,
+            "legs_us": {a: {k: round(_median([x[k] for x in v]), 1) for k in LEGS} for a, v in per.items()},
+            "legs_runs_us": {a: {k: [x[k] for x in v] for k in LEGS} for a, v in per.items()}}
 
 
 def bench(key: str, runs: int, scale: float, tmp: str) -> Dict[str, Any]:
@@ -235,14 +321,16 @@ def bench(key: str, runs: int, scale: float, tmp: str) -> Dict[str, Any]:
                                f"output identical: {om == orr})")
         count = len(dm)
     n = max(count, 1)
-    wall_ratio = statistics.median(m / r for m, r in zip(walls["mlbridge"], walls["raw"]))
+    pair_ratios = sorted(m / r for m, r in zip(walls["mlbridge"], walls["raw"]))
+    wall_ratio = statistics.median(pair_ratios)
     cpu_ratio = statistics.median(m / r for m, r in zip(cpus["mlbridge"], cpus["raw"]))
     busy_ratio = statistics.median(m / r for m, r in zip(busy["mlbridge"], busy["raw"]))
     return {
         "bench": "advisor_overhead", "advisor": key, "what": adv.name, "decisions": count, "runs": runs,
         "wall_s": {a: round(statistics.median(v), 4) for a, v in walls.items()},
         "cpu_us_per_decision": {a: round(statistics.median(v) / n * 1e6, 2) for a, v in cpus.items()},
-        "wall_ratio": round(wall_ratio, 3), "cpu_ratio": round(cpu_ratio, 3),
+        "wall_ratio": round(wall_ratio, 3), "wall_ratios": [round(x, 3) for x in pair_ratios],
+        "cpu_ratio": round(cpu_ratio, 3), "timeout": MLBRIDGE_TIMEOUT,
         "busy_s": {a: round(statistics.median(v), 4) for a, v in busy.items()}, "busy_ratio": round(busy_ratio, 3),
         "wall_runs_s": {a: [round(x, 3) for x in v] for a, v in walls.items()},
     }
@@ -261,8 +349,16 @@ def main(argv: Sequence[str]) -> int:
                     help="run this process, both agents and the compilers on this one CPU (os.sched_setaffinity): "
                          "each decision is then a switch between two processes instead of a wake-up on another "
                          "CPU, whose cost on a virtual machine swamps the difference being measured")
+    ap.add_argument("--legs", action="store_true",
+                    help="instead of timing, trace each agent's runs' system calls with perf (root) and give the "
+                         "per-decision medians of the three legs around the agent: the compiler's write to the "
+                         "agent's read, the agent's own time, the answer's write to the compiler's read")
+    ap.add_argument("--timeout", default=str(TIMEOUT), metavar="SECONDS|none",
+                    help="timeout given to mlbridge's helpers (default %(default)s); 'none': reads without a deadline")
     ap.add_argument("--one", nargs=5, metavar=("AGENT", "ADVISOR", "IR", "OUT", "TMP"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    global MLBRIDGE_TIMEOUT
+    MLBRIDGE_TIMEOUT = None if args.timeout.lower() == "none" else float(args.timeout)
     if args.one:
         print(one_run(*args.one))
         return 0
@@ -272,6 +368,9 @@ def main(argv: Sequence[str]) -> int:
         except (OSError, AttributeError) as exc:
             print(f"advisor_overhead: cannot pin to CPU {args.pin}: {exc}", file=sys.stderr)
             return 2
+    if args.legs and not shutil.which("perf"):
+        print("advisor_overhead: --legs needs perf (apt-get install linux-perf)", file=sys.stderr)
+        return 2
     if args.instructions and not shutil.which("valgrind"):
         print("advisor_overhead: --instructions needs valgrind (apt-get install valgrind)", file=sys.stderr)
         return 2
@@ -284,6 +383,12 @@ def main(argv: Sequence[str]) -> int:
     rows = []
     with tempfile.TemporaryDirectory(prefix="mlbridge-advisor-bench-") as tmp:
         for key in args.advisors:
+            if args.legs:
+                row = legs(key, args.runs, args.scale, tmp)
+                row["loadavg"] = loadavg()
+                print(json.dumps(row), flush=True)
+                rows.append(row)
+                continue
             row = bench(key, args.runs, args.scale, tmp)
             if args.instructions:
                 ins = instructions_per_decision(key, args.scale, tmp)
@@ -296,6 +401,8 @@ def main(argv: Sequence[str]) -> int:
     if args.json_out:
         with open(args.json_out, "w") as f:
             f.writelines(json.dumps(r) + "\n" for r in rows)
+    if args.legs:
+        return 0
     print(f"\nload average at start {load0}, at end {loadavg()}; {args.runs} alternating runs per agent\n")
     instr = args.instructions
     print("| advisor (stock LLVM 19) | decisions | wall mlbridge / raw | busy (Python + compiler CPU) mlbridge / raw "

@@ -1,8 +1,10 @@
 """Named-pipe channel: the FIFO pair ``BASE.in`` (model -> compiler) and
 ``BASE.out`` (compiler -> model), as docs/protocol.md "Named pipes" says.
 
-Every read, write and open is bounded by a deadline (``select.poll``); reads go
-into one growable bytearray that decoders parse in place.
+Every read, write and open is bounded by a deadline: the model's reads of
+BASE.out block (a watchdog thread enforces the deadline), everything else
+waits in ``select.poll``. Reads go into one growable bytearray that decoders
+parse in place.
 """
 from __future__ import annotations
 
@@ -471,14 +473,16 @@ class ServerChannel:
         sees a read that outlives it and wakes the reader by writing one byte
         into BASE.out; the reader then raises ChannelTimeout and the session
         is hung up (fresh FIFOs), so the byte never reaches a later session.
-        Without a blocking descriptor, poll() waits instead.
+        Without a timeout the read blocks too, with no watchdog: a poll()
+        before each read would put a second wake-up and system call between
+        the compiler's write and the answer (issue 24: 16 against 8 us from
+        the compiler's write to the read's return, stock llc-19). Without a
+        blocking descriptor, poll() waits instead.
         """
         buf = self.buf
-        fd = -1
-        if deadline.seconds is not None:
-            fd = self._blk_fd if self._blk_for == self.out_fd else self._blocking_fd()
+        fd = self._blk_fd if self._blk_for == self.out_fd else self._blocking_fd()
         if fd >= 0:
-            if self._watchdog is None:
+            if self._watchdog is None and deadline.seconds is not None:
                 self._watchdog = _ReadWatchdog(self)
                 _WATCHED.add(self)
             while buf.end - buf.start < need:
@@ -510,18 +514,20 @@ class ServerChannel:
         and reads into the empty buffer, i.e. ``deadline.rearm(); fill(1,
         deadline)``, with the same read, watchdog and errors in one call (this
         runs once per decision). Anything unusual (no blocking descriptor yet,
-        no timeout, a policy that kept a view of the buffer) goes through
-        fill()."""
+        no watchdog yet for a timeout, a policy that kept a view of the
+        buffer) goes through fill()."""
         fill = self.fill
         buf = self.buf
-        if deadline.seconds is None:   # no timeout: fill() polls, no watchdog
-            return rearm_and_fill(fill, deadline)
+        timed = deadline.seconds is not None
+        # rearm() without a call: with a timeout the clock starts when the
+        # watchdog looks; without one there is no clock (``at`` stays None).
+        unarmed = _UNARMED if timed else None
 
         def refill() -> bool:
-            deadline.at = _UNARMED   # rearm(): the clock starts when the watchdog looks
+            deadline.at = unarmed
             fd = self._blk_fd
-            if fd < 0 or self._blk_for != self.out_fd or self._watchdog is None:
-                return fill(1, deadline)   # the blocking descriptor and its watchdog start there
+            if fd < 0 or self._blk_for != self.out_fd or (self._watchdog is None and timed):
+                return fill(1, deadline)   # the blocking descriptor (and a timeout's watchdog) start there
             data = buf.data
             # Is a view of the old bytes alive (a policy kept an array)? Every
             # buffer export holds a reference to the bytearray, so with only
