@@ -174,3 +174,37 @@ def test_shared_memory_refuses_a_platform_without_futex_or_pidfd(monkeypatch):
         m.delattr(os, "pidfd_open")
         with pytest.raises(MLBridgeError, match="needs Linux on x86-64"):
             shm._check_platform()
+
+
+def test_a_refused_framed_session_answers_each_observation_with_its_own_id(serve):
+    """session_server._discard mutant 12 (the refusal sent without the
+    observation's id): a compiler that goes on asking after its session was
+    refused gets, per question, an error naming that question."""
+    import numpy as np
+
+    import mlbridge
+    from mlbridge.formats import get_format
+    from mlbridge.formats.framing import FramedReplyDecoder
+    from mlbridge.transport.channel import ClientChannel, Deadline
+
+    feats = [mlbridge.TensorSpec("x", "int64_t", [1])]
+    adv = [mlbridge.TensorSpec("d", "int64_t", [1])]
+    st = serve(lambda obs: 0, required_features=["missing"])
+    j = get_format("json")
+    ch = ClientChannel(st.base, 5)
+    ch.write(j.preamble() + j.header(feats, adv) + j.observation(7, feats, [np.array([1])]) + j.end(),
+             Deadline(5))
+    dec = FramedReplyDecoder(j)
+    replies = []
+    while len(replies) < 2:
+        got = dec.decode(ch.buf.data, ch.buf.start, ch.buf.end)
+        if got is None:
+            ch.fill(ch.buf.avail + 1, Deadline(5))
+            continue
+        replies.append(got[0])
+        ch.buf.start = got[1]
+    ch.close()
+    (s,) = st.join()
+    assert s.refused and "missing" in s.refused
+    assert [r.id for r in replies] == [-1, 7]
+    assert replies[1].error.startswith("session refused: ") and "missing" in replies[1].error
