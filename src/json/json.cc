@@ -253,7 +253,7 @@ char* writeFloatImpl(char* o, T v, bool shortcut = true) {
 // Builds a Value from the shared tokenizer's tokens (json/lexer.h).
 class Parser {
  public:
-  explicit Parser(std::string_view text) : L_(text.data(), text.data() + text.size(), "JSON") {}
+  explicit Parser(std::string_view text) : L_(text.data(), text.data() + text.size(), "invalid JSON at byte ") {}
 
   Status parseDocument(Value& v) {
     MLBRIDGE_RETURN_IF_ERROR(parseValue(v, 0));

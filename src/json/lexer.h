@@ -3,7 +3,6 @@
 // Infinity, -Infinity) and hands out strings as raw views, decoded only when
 // asked. The hot reply decoder (wire/json_codec.cc) reads numbers straight
 // into output buffers with it; the DOM reader (json.cc) builds Values with it.
-// Inline: the reply decoder's speed depends on it.
 #ifndef MLBRIDGE_SRC_JSON_LEXER_H
 #define MLBRIDGE_SRC_JSON_LEXER_H
 
@@ -18,6 +17,11 @@
 
 namespace mlbridge {
 namespace json {
+// Unnamed: internal linkage in each includer, so the compiler inlines the
+// lexer into the reply decoder's loops as freely as when it was private to
+// json_codec.cc (as inline functions with external linkage, eat, expect,
+// number and string stayed out-of-line calls per element).
+namespace {
 
 // Nesting bound of skipped or parsed values: no stack overflow on hostile input.
 constexpr int kMaxDepth = 256;
@@ -145,8 +149,8 @@ bool decodeSmall(const RawString& s, char (&buf)[N], std::string_view* out) {
 
 class Lexer {
  public:
-  // `what` names the text in errors: "invalid <what> at byte N: ...".
-  Lexer(const char* b, const char* e, const char* what) : begin_(b), p_(b), end_(e), what_(what) {}
+  // Errors read "<errorPrefix>N: ...", e.g. "invalid JSON at byte 12: ...".
+  Lexer(const char* b, const char* e, const char* errorPrefix) : begin_(b), p_(b), end_(e), what_(errorPrefix) {}
 
   void ws() {
     while (p_ < end_ && (*p_ == ' ' || *p_ == '\n' || *p_ == '\r' || *p_ == '\t')) ++p_;
@@ -292,7 +296,7 @@ class Lexer {
   }
 
   Status error(const std::string& what) const {
-    return dataLoss("invalid " + std::string(what_) + " at byte " + std::to_string(p_ - begin_) + ": " + what);
+    return dataLoss(what_ + std::to_string(p_ - begin_) + ": " + what);
   }
 
  private:
@@ -309,6 +313,7 @@ class Lexer {
   const char* what_;
 };
 
+}  // namespace
 }  // namespace json
 }  // namespace mlbridge
 

@@ -783,7 +783,7 @@ class JsonCodec final : public Codec {
   Status decodeReply(Span<const uint8_t> payload, int64_t expectedId,
                      Span<const MutableTensorRef> outputs) const override {
     const char* b = reinterpret_cast<const char*>(payload.data());
-    Lexer L(b, b + payload.size(), "JSON reply");
+    Lexer L(b, b + payload.size(), "invalid JSON reply at byte ");
     ReplyState st;
     bool sawReply = false;
     MLBRIDGE_RETURN_IF_ERROR(L.expect('{'));
