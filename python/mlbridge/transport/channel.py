@@ -475,8 +475,9 @@ class ServerChannel:
         is hung up (fresh FIFOs), so the byte never reaches a later session.
         Without a timeout the read blocks too, with no watchdog: a poll()
         before each read would put a second wake-up and system call between
-        the compiler's write and the answer (issue 24: 16 against 8 us from
-        the compiler's write to the read's return, stock llc-19). Without a
+        the compiler's write and the answer (issue 24: 15-26 against 9-13 us
+        from the compiler's write to the read's return, stock llc-19, medians
+        per decision; docs/llvm-interop.md). Without a
         blocking descriptor, poll() waits instead.
         """
         buf = self.buf
