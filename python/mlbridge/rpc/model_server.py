@@ -1,6 +1,6 @@
 """The model side over gRPC (inference direction): the Python model serves,
 compilers are clients (``mlbridge::GrpcModelRunner`` in C++, or
-:class:`mlbridge.grpc_client.ModelClient`).
+:class:`mlbridge.ModelClient`).
 
     with GrpcServer(policy) as server:          # 127.0.0.1, a free port
         print(server.port)
@@ -466,7 +466,7 @@ class GrpcServer(ServerLifecycle):
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    """``python -m mlbridge.grpc_server --model fc|const|echo|raise|sleep [--address A] [--token T]``
+    """``python -m mlbridge.rpc.model_server --model fc|const|echo|raise|sleep [--address A] [--token T]``
 
     A test/benchmark model server. Prints ``{"event":"ready","port":N}`` on
     stdout once listening; stops on SIGTERM/SIGINT or a Shutdown RPC. Never
@@ -513,7 +513,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                 lv.zeros = zeros  # type: ignore[attr-defined]
             return _FMT.reply_payload(req.observation.id, lv.session.advice, zeros)
 
-    p = argparse.ArgumentParser(prog="python -m mlbridge.grpc_server")
+    p = argparse.ArgumentParser(prog="python -m mlbridge.rpc.model_server")
     p.add_argument("--address", default="127.0.0.1:0")
     p.add_argument("--model", default="const", choices=["fc", "const", "echo", "raise", "sleep", "wrong", "raw"])
     p.add_argument("--value", type=float, default=0)

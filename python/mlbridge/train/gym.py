@@ -12,7 +12,7 @@ bridges the two. One episode is one compilation:
   compiler that dies, hangs or fails ends the episode as *truncated* with
   ``info["error"]``, never a hang.
 * **gRPC**: the compiler serves ``EnvironmentService`` (C++
-  ``GrpcTrainingServer``, or :class:`mlbridge.training.EnvironmentServer`);
+  ``GrpcTrainingServer``, or :class:`mlbridge.rpc.environment_server.EnvironmentServer`);
   :class:`mlbridge.EnvironmentClient` is already step-driven. One session is
   one episode.
 

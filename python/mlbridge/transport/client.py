@@ -29,7 +29,7 @@ class PipeClient:
     for writing, retrying while the model is not there until ``timeout``.
     Then the header is sent (framed formats: after the preamble, and the
     model's acknowledgment is awaited). Every call is bounded by ``timeout``
-    seconds and fails with an exception from :mod:`mlbridge.errors`.
+    seconds and fails with an exception from :mod:`mlbridge.core.errors`.
     """
 
     def __init__(self, base: str, features: Any, advice: Any, *, format: str = "bitstream",
