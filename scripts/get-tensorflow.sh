@@ -4,7 +4,7 @@
 # XLA runtime sources its AOT output links; docs/tfaot.md) and tf2onnx, from
 # PyPI only. TF 2.15 needs protobuf<5 and numpy<2, mlbridge's own Python needs
 # recent ones: TensorFlow is a build-time tool here, in its own environment,
-# and mlbridge never imports it (python/mlbridge/convert.py runs it as a
+# and mlbridge never imports it (python/mlbridge/formats/tf_to_onnx.py runs it as a
 # subprocess; CMake finds it as MLBRIDGE_TF_PYTHON).
 # Idempotent: does nothing when the pinned set is installed. pip's cache
 # (~/.cache/pip) keeps the ~600 MB of wheels for the next run.
