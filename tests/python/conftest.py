@@ -227,3 +227,25 @@ def no_process_left_behind() -> Iterator[None]:
         time.sleep(0.02)
         left = [c for c in _live_children() if c not in before]
     assert not left, f"processes left behind: {left}"
+
+
+# -- a raw bitstream compiler against a server, for the read-path tests ---------------
+
+def serve_session_in_thread(srv: Any, policy: Any, out: list, timeout: float = 10.0) -> threading.Thread:
+    """Serve one session of ``srv`` in a daemon thread; its Session, or the
+    exception serve_session raised, is appended to ``out``."""
+    def run() -> None:
+        try:
+            out.append(srv.serve_session(policy, timeout=timeout))
+        except BaseException as exc:  # noqa: BLE001 - reported by the test
+            out.append(exc)
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    return t
+
+
+def connect_raw(base: str) -> tuple:
+    """A compiler's FIFO ends, opened in LLVM's order: (BASE.in read, BASE.out write)."""
+    fin = os.open(base + ".in", os.O_RDONLY)
+    fout = os.open(base + ".out", os.O_WRONLY)
+    return fin, fout

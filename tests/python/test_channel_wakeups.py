@@ -15,29 +15,13 @@ import threading
 import numpy as np
 
 import mlbridge
+from conftest import connect_raw, serve_session_in_thread
 from mlbridge import TensorSpec as T
 from mlbridge.formats import get_format
 
 B = get_format("bitstream")
 FEATS = [T("x", "int64_t", [1])]
 ADV = [T("a", "int64_t", [1])]
-
-
-def _serve_in_thread(srv, policy, out: list) -> threading.Thread:
-    def run() -> None:
-        try:
-            out.append(srv.serve_session(policy, timeout=10))
-        except BaseException as exc:  # noqa: BLE001 - reported by the test
-            out.append(exc)
-    t = threading.Thread(target=run, daemon=True)
-    t.start()
-    return t
-
-
-def _connect(base: str):
-    fin = os.open(base + ".in", os.O_RDONLY)
-    fout = os.open(base + ".out", os.O_WRONLY)
-    return fin, fout
 
 
 def _ask(fin: int, fout: int, i: int, x: int, header: bool = False) -> int:
@@ -49,8 +33,8 @@ def _ask(fin: int, fout: int, i: int, x: int, header: bool = False) -> int:
 
 
 def _session(srv, got: list):
-    t = _serve_in_thread(srv, lambda obs: int(obs["x"][0]) + 1, got)
-    fin, fout = _connect(srv.base)
+    t = serve_session_in_thread(srv, lambda obs: int(obs["x"][0]) + 1, got)
+    fin, fout = connect_raw(srv.base)
     return t, fin, fout
 
 

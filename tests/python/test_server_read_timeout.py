@@ -9,6 +9,7 @@ import time
 import numpy as np
 
 import mlbridge
+from conftest import connect_raw, serve_session_in_thread
 from mlbridge import TensorSpec as T
 from mlbridge.formats import get_format
 
@@ -17,28 +18,11 @@ FEATS = [T("x", "int64_t", [1])]
 ADV = [T("a", "int64_t", [1])]
 
 
-def _connect(base: str):
-    fin = os.open(base + ".in", os.O_RDONLY)
-    fout = os.open(base + ".out", os.O_WRONLY)
-    return fin, fout
-
-
-def _serve_in_thread(srv, policy, out):
-    def run():
-        try:
-            out.append(srv.serve_session(policy, timeout=5))
-        except BaseException as exc:  # noqa: BLE001 - reported by the test
-            out.append(exc)
-    t = threading.Thread(target=run, daemon=True)
-    t.start()
-    return t
-
-
 def _plus_one_session(srv, got: list):
     """A session whose policy answers x + 1, its header and first question
     (x = 1) written and answered: (serving thread, fin, fout)."""
-    t = _serve_in_thread(srv, lambda obs: int(obs["x"][0]) + 1, got)
-    fin, fout = _connect(srv.base)
+    t = serve_session_in_thread(srv, lambda obs: int(obs["x"][0]) + 1, got, timeout=5)
+    fin, fout = connect_raw(srv.base)
     os.write(fout, B.header(FEATS, ADV) + B.observation(0, FEATS, [np.array([1])]))
     assert os.read(fin, 8) == np.int64(2).tobytes()
     return t, fin, fout
@@ -70,8 +54,8 @@ def test_stalled_compiler_times_out_then_next_session_is_clean():
         # loaded machine (issue 26).
         srv.timeout = 4.0
         got.clear()
-        t = _serve_in_thread(srv, lambda obs: int(obs["x"][0]) * 2, got)
-        fin, fout = _connect(srv.base)
+        t = serve_session_in_thread(srv, lambda obs: int(obs["x"][0]) * 2, got, timeout=5)
+        fin, fout = connect_raw(srv.base)
         os.write(fout, B.header(FEATS, ADV))
         for i in range(3):
             time.sleep(0.6 * i)    # over a watchdog period (0.5 s), under a third of the timeout
@@ -86,8 +70,8 @@ def test_stalled_compiler_times_out_then_next_session_is_clean():
 def test_no_timeout_means_reads_wait():
     with mlbridge.PipeServer(format="bitstream", timeout=None) as srv:
         got: list = []
-        t = _serve_in_thread(srv, lambda obs: 7, got)
-        fin, fout = _connect(srv.base)
+        t = serve_session_in_thread(srv, lambda obs: 7, got, timeout=5)
+        fin, fout = connect_raw(srv.base)
         os.write(fout, B.header(FEATS, ADV))
         time.sleep(0.3)
         os.write(fout, B.observation(0, FEATS, [np.array([1])]))
@@ -102,8 +86,8 @@ def test_forked_child_still_times_out():
     """The watchdog thread does not survive fork(): the child starts its own."""
     with mlbridge.PipeServer(format="bitstream", timeout=0.3) as srv:
         got: list = []
-        t = _serve_in_thread(srv, lambda obs: 1, got)
-        fin, fout = _connect(srv.base)
+        t = serve_session_in_thread(srv, lambda obs: 1, got, timeout=5)
+        fin, fout = connect_raw(srv.base)
         os.write(fout, B.header(FEATS, ADV) + B.observation(0, FEATS, [np.array([1])]))
         assert os.read(fin, 8) == np.int64(1).tobytes()
         os.close(fout)
@@ -115,8 +99,8 @@ def test_forked_child_still_times_out():
             code = 1
             try:
                 child: list = []
-                t = _serve_in_thread(srv, lambda obs: 1, child)
-                fin, fout = _connect(srv.base)
+                t = serve_session_in_thread(srv, lambda obs: 1, child, timeout=5)
+                fin, fout = connect_raw(srv.base)
                 os.write(fout, B.header(FEATS, ADV) + b'{"observation":0}\n')
                 t.join(5)
                 code = 0 if child and "ChannelTimeout" in (child[0].error or "") else 2
