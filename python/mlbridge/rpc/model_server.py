@@ -14,6 +14,7 @@ factory called once per session (separate state, calls in parallel).
 """
 from __future__ import annotations
 
+import contextlib
 import secrets
 import sys
 import threading
@@ -93,14 +94,6 @@ class _LazyTensors(Mapping):
         return len(self._index)
 
 
-class _NoLock:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *a: Any) -> None:
-        return None
-
-
 class GrpcServer(ServerLifecycle):
     """Serve a policy to compilers over gRPC.
 
@@ -140,7 +133,7 @@ class GrpcServer(ServerLifecycle):
         self.max_message = max_message
         self.required: List[Union[str, TensorSpec]] = [
             r if isinstance(r, str) else TensorSpec.coerce(r) for r in (required_features or ())]
-        self._shared_lock: Any = _NoLock() if concurrent else threading.Lock()
+        self._shared_lock: Any = contextlib.nullcontext() if concurrent else threading.Lock()
         self._live: Dict[int, _Live] = {}
         self._mutex = threading.Lock()
         self._ended: List[Session] = []
@@ -246,7 +239,7 @@ class GrpcServer(ServerLifecycle):
                 policy = self.policy()  # type: ignore[operator]
             except Exception as exc:
                 refusal = describe_error(exc)
-            lock = _NoLock() if self.concurrent else threading.Lock()
+            lock = contextlib.nullcontext() if self.concurrent else threading.Lock()
         refusal = start_session(policy, sess, refusal, lock)
         if refusal is not None:
             self._remember(sess)

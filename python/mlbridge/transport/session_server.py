@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Iterable, List, Optional, Protocol, Sequence, Tuple, Union
 
 from .. import formats as _formats
 from .channel import Deadline, InputBuffer, reference_count
@@ -20,11 +20,6 @@ from ..core.session import ModelLike, Observation, Session, describe_error, dire
 from ..core.spec import TensorSpec, required_features_problem
 from ..formats.base import DEFAULT_MAX_MESSAGE
 from ..formats.framing import FramedModelDecoder
-
-try:
-    from typing import Protocol
-except ImportError:  # pragma: no cover - Python < 3.8
-    Protocol = object  # type: ignore[assignment,misc]
 
 __all__ = ["SessionServer", "SessionChannel"]
 
