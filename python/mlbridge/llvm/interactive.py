@@ -40,14 +40,15 @@ from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
 
+from ..core.errors import MLBridgeError
 from ..core.session import direct_call
 from ..transport.pipe_server import PipeServer
 from ..transport.supervise import CompileResult, run_compiler
 from ..core.values import coerce_all
 
 __all__ = [
-    "LLVMNotFound", "tool", "have_tool", "make_inlinable_ir", "make_optimized_ir",
-    "inline", "regalloc_evict", "regalloc_priority",
+    "LLVMNotFound", "CompilerFailed", "tool", "have_tool", "make_inlinable_ir", "make_optimized_ir",
+    "inline", "regalloc_evict", "regalloc_priority", "check_result",
     "inline_command", "evict_command", "priority_command",
     "defined_functions", "call_sites", "recursive_functions", "count_calls", "count_instructions", "text_size",
     "SUFFIX_ENV", "DEFAULT_SUFFIX",
@@ -59,6 +60,51 @@ DEFAULT_SUFFIX = "-19"
 
 class LLVMNotFound(FileNotFoundError):
     """An LLVM tool is not on PATH."""
+
+
+class CompilerFailed(MLBridgeError):
+    """The compiler failed, was killed (by a signal, or at the timeout) or
+    died mid-session. The message is one line; ``returncode`` and ``stderr``
+    are the compiler's, ``result`` the :class:`CompileResult` when known."""
+
+    def __init__(self, message: str, *, returncode: Optional[int] = None, stderr: bytes = b"",
+                 result: Optional[CompileResult] = None) -> None:
+        super().__init__(message)
+        self.returncode = returncode
+        self.stderr = stderr
+        self.result = result
+
+
+def _last_stderr_line(stderr: bytes) -> str:
+    """The compiler's first error line, else its last line outside a stack dump."""
+    lines = [ln.strip() for ln in stderr.decode("utf-8", "replace").splitlines() if ln.strip()]
+    for ln in lines:
+        if re.search(r"\berror\b", ln, re.I):
+            return ln[:300]
+    lines = [ln for ln in lines if not re.match(r"^(#\d+ |\d+\.\s|Stack dump:|PLEASE submit)", ln)]
+    return lines[-1][:300] if lines else ""
+
+
+def check_result(result: CompileResult, cmd: Sequence[str], timeout: Optional[float],
+                 decisions: int = 0) -> CompileResult:
+    """``result`` if the compiler exited 0 in time, else :class:`CompilerFailed`
+    with one line saying what happened (timeout, signal, exit status; the
+    decisions answered; the compiler's last stderr line)."""
+    if result.ok:
+        return result
+    what = os.path.basename(str(cmd[0])) if cmd else "compiler"
+    if result.timed_out:
+        msg = f"{what} did not finish within {timeout:g} s and was killed" if timeout is not None \
+            else f"{what} timed out and was killed"
+    elif result.returncode is not None and result.returncode < 0:
+        msg = f"{what} was killed by signal {-result.returncode}"
+    else:
+        msg = f"{what} failed with exit status {result.returncode}"
+    if result.sessions:
+        msg += f" during its session, after {decisions} decision(s)"
+    last = _last_stderr_line(result.stderr)
+    raise CompilerFailed(msg + (f": {last}" if last else ""), returncode=result.returncode,
+                         stderr=result.stderr, result=result)
 
 
 def tool(name: str, path: Optional[str] = None) -> str:
@@ -191,33 +237,44 @@ class _Recorder:
 
 
 def _run(cmd: List[str], policy: Any, server: Optional[PipeServer], timeout: Optional[float],
-         env: Optional[Dict[str, str]]) -> Tuple[CompileResult, List[Any]]:
+         env: Optional[Dict[str, str]], check: bool = False) -> Tuple[CompileResult, List[Any]]:
+    # run_compiler watches the compiler (a pidfd) while it waits for the
+    # channel: a compiler that exits without opening it (llc on a module
+    # without functions) or dies mid-session ends the wait at once, never at
+    # the timeout.
     rec = _Recorder(policy)
     try:
         result = run_compiler(cmd, rec, server=server, format="bitstream", timeout=timeout, env=env)
     except BaseException as exc:
         exc.decisions = rec.decisions  # type: ignore[attr-defined]
         raise
+    if check:
+        try:
+            check_result(result, cmd, timeout, len(rec.decisions))
+        except CompilerFailed as exc:
+            exc.decisions = rec.decisions  # type: ignore[attr-defined]
+            raise
     return result, rec.decisions
 
 
 def inline(ir_path: str, policy: Any, *, out_path: str, extra_args: Sequence[str] = (),
            include_default: bool = False, timeout: Optional[float] = 60.0,
            server: Optional[PipeServer] = None, opt: Optional[str] = None,
-           env: Optional[Dict[str, str]] = None) -> Tuple[CompileResult, List[Any]]:
+           env: Optional[Dict[str, str]] = None, check: bool = False) -> Tuple[CompileResult, List[Any]]:
     """Run opt's ML inliner (-Oz module inliner pipeline) with ``policy``.
 
     Observations: 38 int64 [1] features (``callee_basic_block_count``,
     ``callsite_height``, ``callee_users``, ...); advice ``inlining_decision``
     int64 [1], non-zero = inline. One session per run, one empty context.
+    ``check``: raise :class:`CompilerFailed` instead of returning a failed result.
     """
     cmd = inline_command(ir_path, out_path, extra_args=extra_args, include_default=include_default, opt=opt)
-    return _run(cmd, policy, server, timeout, env)
+    return _run(cmd, policy, server, timeout, env, check)
 
 
 def regalloc_evict(ir_path: str, policy: Any, *, out_path: str = os.devnull, extra_args: Sequence[str] = (),
                    timeout: Optional[float] = 60.0, server: Optional[PipeServer] = None,
-                   llc: Optional[str] = None, env: Optional[Dict[str, str]] = None
+                   llc: Optional[str] = None, env: Optional[Dict[str, str]] = None, check: bool = False
                    ) -> Tuple[CompileResult, List[Any]]:
     """Run llc's greedy allocator with ``policy`` choosing evictions.
 
@@ -226,20 +283,27 @@ def regalloc_evict(ir_path: str, policy: Any, *, out_path: str = os.devnull, ext
     float [1]; advice ``index_to_evict`` int64 [1]: answer an index whose
     ``mask`` is 1 (LLVM's contract; it does not check it for you). One
     context per machine function, possibly with no observation.
+
+    A module without functions never opens the channel: the call returns as
+    soon as llc exits (no session, no decision), not at the timeout; so does
+    a compiler that dies mid-session. ``check``: raise
+    :class:`CompilerFailed` (one line) instead of returning a failed result.
     """
-    return _run(evict_command(ir_path, out_path, extra_args=extra_args, llc=llc), policy, server, timeout, env)
+    return _run(evict_command(ir_path, out_path, extra_args=extra_args, llc=llc), policy, server, timeout, env,
+                check)
 
 
 def regalloc_priority(ir_path: str, policy: Any, *, out_path: str = os.devnull, extra_args: Sequence[str] = (),
                       timeout: Optional[float] = 60.0, server: Optional[PipeServer] = None,
-                      llc: Optional[str] = None, env: Optional[Dict[str, str]] = None
+                      llc: Optional[str] = None, env: Optional[Dict[str, str]] = None, check: bool = False
                       ) -> Tuple[CompileResult, List[Any]]:
     """Run llc's greedy allocator with ``policy`` giving live-range priorities.
 
     Observations: ``li_size`` int64 [1], ``stage`` int64 [1], ``weight``
     float [1]; advice ``priority`` float [1] (higher = allocated earlier).
     """
-    return _run(priority_command(ir_path, out_path, extra_args=extra_args, llc=llc), policy, server, timeout, env)
+    return _run(priority_command(ir_path, out_path, extra_args=extra_args, llc=llc), policy, server, timeout, env,
+                check)
 
 
 # ---- reading textual IR -------------------------------------------------------------
