@@ -389,3 +389,20 @@ def test_one_server_survives_a_module_without_functions(modules):
         r1, d1 = llvm.regalloc_evict(modules["empty"], first_legal, server=srv, timeout=60)
         r2, d2 = llvm.regalloc_evict(modules["matrix"], first_legal, server=srv, timeout=60)
     assert r1.ok and d1 == [] and r2.ok and len(d2) > 100
+
+
+def test_clang_translation_unit_without_functions_returns_at_once(modules, tmp_path):
+    """The issue's case as a new user meets it: clang-19 with the eviction
+    channel on a C file that defines no function."""
+    if not llvm.have_tool("clang"):
+        pytest.skip("clang-19 not available")
+    c = tmp_path / "data.c"
+    c.write_text("int table[4] = {1, 2, 3, 4};\n")
+    cmd = [llvm.tool("clang"), "-O2", "-c", str(c), "-o", str(tmp_path / "data.o"),
+           "-mllvm", "-regalloc-enable-advisor=release",
+           "-mllvm", "-regalloc-evict-interactive-channel-base={base}"]
+    t0 = time.monotonic()
+    result = mlbridge.run_compiler(cmd, first_legal, format="bitstream", timeout=60)
+    assert time.monotonic() - t0 < 10
+    assert result.ok and result.sessions == [] and result.decisions == 0
+    assert (tmp_path / "data.o").stat().st_size > 0
