@@ -66,7 +66,7 @@ def test_outcomes_name_the_module_and_its_input(tmp_path):
 
     good = _cc(str(tmp_path / "good.o"), "-Xclang", "-fembed-bitcode=all")
     o = _one(extract([Source("good.o", good)], out, options=Options(cmd_filter="^-O3$"), jobs=1))
-    assert o == Extraction("good.o", "excluded", "command does not match --cmd-filter", good)
+    assert o == Extraction("good.o", "excluded", "command does not match the command filter", good)
 
 
 def test_a_second_run_keeps_what_is_fresh_and_redoes_what_is_not(tmp_path):

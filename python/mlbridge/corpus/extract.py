@@ -63,7 +63,7 @@ class Source:
 @dataclass(frozen=True)
 class Extraction:
     name: str
-    #: extracted | unchanged | excluded (by --cmd-filter) | skipped (no module) | failed
+    #: extracted | unchanged | excluded (by the command filter) | skipped (no module) | failed
     status: str
     reason: str = ""
     path: str = ""
@@ -352,8 +352,8 @@ def _extract_one(src: Source, out: str, opts: Options, pattern: Optional["re.Pat
         elif opts.objcopy:
             sec = _sections_via_objcopy(opts.objcopy, src.path, names)
         else:
-            return Extraction(src.name, "failed", "not an ELF object (give --objcopy for other "
-                           "formats)", src.path), None
+            return Extraction(src.name, "failed", "not an ELF object (other formats need the "
+                           "objcopy option: llvm-objcopy's path)", src.path), None
         bc, cmd = sec[opts.bitcode_section], sec[opts.cmd_section]
         if bc is None:
             return Extraction(src.name, "failed", f"no {opts.bitcode_section} section (compiled "
@@ -365,7 +365,7 @@ def _extract_one(src: Source, out: str, opts: Options, pattern: Optional["re.Pat
             what = "empty (-fembed-bitcode=marker?)" if not bc else "not LLVM bitcode"
             return Extraction(src.name, "failed", f"section {opts.bitcode_section} is {what}", src.path), None
         if pattern is not None and not _matches(cmd, pattern):
-            return Extraction(src.name, "excluded", "command does not match --cmd-filter", src.path), None
+            return Extraction(src.name, "excluded", "command does not match the command filter", src.path), None
         if opts.thinlto == "distributed":
             index = _thinlto_index(cmd, src.base)
             if index is None or not os.path.isfile(index):

@@ -33,7 +33,7 @@ def module_reward(log: TrainingLog, mode: str) -> float:
     if mode == "relative":
         if log.sizes is None:
             raise ProtocolError(f"{log.path}: no sizes for a relative reward ({os.path.basename(log.path)}"
-                                ".reward.json is written by set_log_reward); use --reward bytes")
+                                ".reward.json is written by set_log_reward); the reward mode 'bytes' needs none")
         return relative_reward(log.sizes["policy_size"], log.sizes["baseline_size"])
     if mode == "bytes":
         delta = log.module_score()

@@ -35,7 +35,6 @@ from ..formats.protobuf import ProtobufFormat, encode_varint, spec_from_proto, t
 from ..core.messages import PROTOCOL_VERSION
 from ..core.session import ModelLike, Observation, Session, describe_error, end_session, start_session
 from ..core.spec import TensorSpec, check_unique, required_features_problem
-from ..core.values import coerce_all
 from .lifecycle import ServerLifecycle
 
 __all__ = ["GrpcServer", "ServerTLS", "ClientTLS", "RetryPolicy", "main"]
@@ -50,12 +49,14 @@ _CLOSE_GRACE_S = 2.0
 class _Live:
     """Per-session state: the stats object, the policy and its lock."""
 
-    __slots__ = ("session", "policy", "lock", "names", "index", "last", "zeros", "streaming")
+    __slots__ = ("session", "policy", "lock", "encode", "names", "index", "last", "zeros", "streaming")
 
     def __init__(self, session: Session, policy: Any, lock: Any) -> None:
         self.session = session
         self.policy = policy
         self.lock = lock
+        # The stream loop's answer encoder (checks and layout worked out once per session).
+        self.encode = _FMT.answer_encoder(session.advice)
         self.names = tuple(s.name for s in session.features)
         self.index = {n: i for i, n in enumerate(self.names)}
         self.last = time.monotonic()   # time of the last call: unary sessions expire when idle
@@ -323,7 +324,6 @@ class GrpcServer(ServerLifecycle):
         if reader is None:
             return None
         read_at = reader.read_at
-        encode = _FMT.answer_encoder(sess.advice)   # framed: the payload is [4:]
         prefix = b"\x08" + encode_varint(sid)
         start = len(prefix)
         live, monotonic = self._live, time.monotonic
@@ -334,17 +334,8 @@ class GrpcServer(ServerLifecycle):
             hit = read_at(raw, start, len(raw))
             if hit is None:
                 return None
-            oid, tensors = hit
             lv.last = monotonic()
-            try:
-                with lv.lock:
-                    answer = lv.policy(Observation(oid, sess.context, sess, tensors))
-                data = encode(oid, answer)
-            except Exception as exc:
-                sess.errors += 1
-                return _FMT.error_payload(oid, describe_error(exc))
-            sess.observations += 1
-            return data[4:]   # the frame's payload: Message{reply}, which parses as EvaluateReply
+            return _decide(lv, *hit)
         return fast
 
     def _evaluate_one(self, req: Any, context: grpc.ServicerContext) -> bytes:
@@ -375,21 +366,12 @@ class GrpcServer(ServerLifecycle):
                     return _FMT.error_payload(oid, describe_error(exc))
         if not req.HasField("observation"):
             return _FMT.reply_payload(-1, (), ())
-        try:
-            items = obs_msg.tensors
-            if len(items) != len(lv.names):
-                raise ProtocolError(f"observation {oid} has {len(items)} tensors, the header has "
-                                    f"{len(lv.names)} features")
-            tensors = _LazyTensors(items, lv.index, f"observation {oid}")
-            obs = Observation(oid, sess.context, sess, tensors)
-            with lv.lock:
-                answer = lv.policy(obs)
-            data = _FMT.reply_payload(oid, sess.advice, coerce_all(answer, sess.advice, "advice"))
-        except Exception as exc:
+        items = obs_msg.tensors
+        if len(items) != len(lv.names):
             sess.errors += 1
-            return _FMT.error_payload(oid, describe_error(exc))
-        sess.observations += 1
-        return data
+            return _FMT.error_payload(oid, describe_error(ProtocolError(
+                f"observation {oid} has {len(items)} tensors, the header has {len(lv.names)} features")))
+        return _decide(lv, oid, _LazyTensors(items, lv.index, f"observation {oid}"))
 
     def _close(self, req: Any, context: grpc.ServicerContext) -> Any:
         self._auth(context)
@@ -456,6 +438,24 @@ class GrpcServer(ServerLifecycle):
         self._remember(sess)
         # A hook error is kept in the stats, never raised into gRPC's threads.
         end_session(lv.policy, sess, clean, raise_errors=False, lock=lv.lock)
+
+
+def _decide(lv: _Live, oid: int, tensors: Any) -> bytes:
+    """One decision of session ``lv``, however its request was read: the
+    policy asked under the session's lock, its answer encoded as the stream
+    loop encodes it, or a policy or answer error turned into an error reply
+    (the session goes on, as in the framed stream formats). Returns the
+    EvaluateReply's bytes."""
+    sess = lv.session
+    try:
+        with lv.lock:
+            answer = lv.policy(Observation(oid, sess.context, sess, tensors))
+        data = lv.encode(oid, answer)
+    except Exception as exc:
+        sess.errors += 1
+        return _FMT.error_payload(oid, describe_error(exc))
+    sess.observations += 1
+    return data[4:]   # the frame's payload: Message{reply}, which parses as EvaluateReply
 
 
 def main(argv: Optional[List[str]] = None) -> int:
