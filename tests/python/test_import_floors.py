@@ -19,10 +19,11 @@ ALLOWED = {
     # rpc/model_server's main serves the test doubles of testing/ to C++ tests
     "rpc": {"core", "formats", "transport", "testing", "_proto"},
     "llvm": {"core", "formats", "transport"},
-    "corpus": {"core", "formats", "transport", "llvm"},
-    "train": {"core", "formats", "transport", "rpc", "llvm", "corpus"},
+    "problems": {"core", "formats", "transport", "llvm"},
+    "corpus": {"core", "formats", "transport", "llvm", "problems"},
+    "train": {"core", "formats", "transport", "rpc", "llvm", "problems", "corpus"},
     "testing": {"core", "formats", "transport"},
-    "cli": {"core", "formats", "transport", "rpc", "llvm", "corpus", "train", "testing", "_proto"},
+    "cli": {"core", "formats", "transport", "rpc", "llvm", "problems", "corpus", "train", "testing", "_proto"},
 }
 
 

@@ -13,6 +13,7 @@ import sys
 from typing import Any, Dict, List, Optional
 
 from ..corpus.settings import SETTINGS
+from . import problem as problem_flag
 from .errors import UsageError, usage_error
 
 #: failures printed on stderr before "... and N more" (all are in --json)
@@ -63,6 +64,7 @@ def add_parser(corpus_sub: argparse._SubParsersAction) -> argparse.ArgumentParse
                    help="where the bytes went: compare each module's two objects function by function "
                         "(functions inlined away, kept out of line, grown, shrunk) and show the N largest "
                         "changes each way (default 10); compiles the -Oz baseline instead of using the cache")
+    problem_flag.add_argument(p)
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     p.set_defaults(run=run)
     return p
@@ -78,6 +80,7 @@ def run(args: argparse.Namespace) -> int:
     from ..corpus.where import where_summary
     from .progress import Progress
 
+    problem = problem_flag.checked(args, "corpus evaluate", args.setting)
     if args.jobs is not None and args.jobs < 1:
         raise UsageError("-j must be at least 1")
     if args.timeout <= 0:
@@ -120,7 +123,8 @@ def run(args: argparse.Namespace) -> int:
 
         ev = evaluate(corpus, policy, toolchain, jobs=args.jobs,
                       options=CompileOptions(timeout=args.timeout, thinlto=corpus.has_thinlto), cache=cache,
-                      on_done=done, where=args.where is not None, setting=setting, log_dir=args.log)
+                      on_done=done, where=args.where is not None, setting=setting, log_dir=args.log,
+                      problem=problem)
     if args.log and not args.quiet:
         print(f"training logs: {ev.logged} in {args.log}", file=sys.stderr)
 

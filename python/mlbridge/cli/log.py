@@ -7,6 +7,7 @@ import os
 import sys
 from typing import List
 
+from . import problem as problem_flag
 from .errors import UsageError, usage_error
 from .progress import Progress
 
@@ -20,6 +21,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     s = sub2.add_parser("show", help="summarize a training log")
     s.add_argument("log", help="a training log")
     s.add_argument("--json", action="store_true", help="print the summary as JSON")
+    problem_flag.add_argument(s)
     s.set_defaults(run=show)
     e = sub2.add_parser("export", help="convert training logs for trainers",
                         description="One record per trajectory (context) with at least one step: every logged "
@@ -35,10 +37,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     e.add_argument("--reward", default="auto", choices=["auto", "relative", "bytes"])
     e.add_argument("--quiet", action="store_true", help="no progress output")
     e.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
+    problem_flag.add_argument(e)
     e.set_defaults(run=export)
 
 
 def show(args: argparse.Namespace) -> int:
+    problem_flag.checked(args, "log show")
     if not os.path.exists(args.log):
         raise UsageError(f"{args.log}: no such file")
     from ..llvm.log_summary import summarize
@@ -76,6 +80,7 @@ def show(args: argparse.Namespace) -> int:
 def export(args: argparse.Namespace) -> int:
     """``log export``: see llvm/log_export.export_logs; exit code 1 when a log was skipped."""
     from ..llvm.log_export import LogExportError, export_logs, find_logs
+    problem_flag.checked(args, "log export")   # the rewards below are its (.text against -Oz)
     bars: List[Progress] = []
 
     def start(total: int) -> None:

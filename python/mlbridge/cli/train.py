@@ -1,5 +1,6 @@
-"""``mlbridge train``: train an inlining-for-size policy on corpora, where it is
-deployed (clang-19 with each module's own command and the mlbridge plugin).
+"""``mlbridge train``: train a policy on corpora, where it is deployed (clang-19
+with each module's own command and the mlbridge plugin); ``--problem`` says
+which (default and today the only one trained: inlining-size).
 
     mlbridge train run CORPUS... -o RUN [--algo es|ppo] [--init oz|zero|POLICY.json] [--hidden 16]
                        [--steps N] [--minutes M] [--modules-per-step K] [-j N]
@@ -20,6 +21,7 @@ import sys
 from typing import Any, List, Sequence
 
 from ..corpus.settings import SETTINGS
+from . import problem as problem_flag
 from .errors import UsageError, usage_error
 from .progress import Progress
 
@@ -52,6 +54,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "`ray://host:10001`, or `local` for Ray on this machine); corpora, clang and the plugin "
                         "must be at the same paths on every node. ES only")
     _run_options(r)
+    problem_flag.add_argument(r)
     r.set_defaults(run=run_train)
     s = ts.add_parser("search", help="learn from search: flip -Oz's decisions per module, imitate what shrank it")
     s.add_argument("corpora", nargs="+", help="corpus folders (corpus_description.json)")
@@ -73,6 +76,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--no-eval", action="store_true", help="skip scoring the fitted policy on the training modules")
     s.add_argument("-j", "--jobs", type=int, default=0, help="modules searched in parallel (default: all cores)")
     _run_options(s)
+    problem_flag.add_argument(s)
     s.set_defaults(run=run_search_cmd)
 
     from .train_room import add_parser as add_room
@@ -86,6 +90,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--clang", default=None)
     p.add_argument("--plugin", default=None)
     p.add_argument("--quiet", action="store_true")
+    problem_flag.add_argument(p)
     p.set_defaults(run=run_report)
 
 
@@ -123,6 +128,7 @@ def run_train(args: argparse.Namespace) -> int:
     from ..train.run_folder import RunSetupError
     from ..train.size_trainer import TrainConfig
 
+    problem = problem_flag.checked(args, "train run", args.setting)
     if args.ray and args.algo != "es":
         raise UsageError("--ray runs ES's compiles; PPO's sampling policy answers in this process")
     if args.setting != "objects" and args.algo != "es":
@@ -149,7 +155,7 @@ def run_train(args: argparse.Namespace) -> int:
         summary = train_size_policy(
             args.out, corpora, cfg, init=args.init, clang=args.clang, plugin=args.plugin,
             compiles=(lambda: _ray_compiles(args)) if args.ray else None,
-            stage=progress_stage(args), note=note, on_step=step, on_start=start)
+            stage=progress_stage(args), note=note, on_step=step, on_start=start, problem=problem)
     except RunSetupError as exc:
         raise usage_error(exc) from None
     finally:
@@ -180,6 +186,7 @@ def run_search_cmd(args: argparse.Namespace) -> int:
     from ..train.run_folder import RunSetupError
     from ..train.search import SearchConfig
 
+    problem = problem_flag.checked(args, "train search")
     if args.tries < 0 or args.flip_weight < 0 or args.tested_weight < 0 or args.epochs < 1:
         raise UsageError("--tries, --flip-weight and --tested-weight must be >= 0, --epochs >= 1")
     hidden = parse_hidden(args.hidden)
@@ -190,7 +197,8 @@ def run_search_cmd(args: argparse.Namespace) -> int:
     try:
         summary = learn_from_search(args.out, corpora, cfg, hidden=hidden, clang=args.clang, plugin=args.plugin,
                                     data=args.data, flip_weight=args.flip_weight, tested_weight=args.tested_weight,
-                                    epochs=args.epochs, score=not args.no_eval, stage=progress_stage(args))
+                                    epochs=args.epochs, score=not args.no_eval, stage=progress_stage(args),
+                                    problem=problem)
     except RunSetupError as exc:
         raise usage_error(exc) from None
     if args.json:
@@ -213,9 +221,10 @@ def progress_stage(args: argparse.Namespace) -> Any:
 def run_report(args: argparse.Namespace) -> int:
     from ..train.run_folder import RunSetupError
     from ..train.run_report import report_run
+    problem = problem_flag.checked(args, "train report")
     try:
         path = report_run(args.run_dir, train=args.train, eval=args.eval, clang=args.clang, plugin=args.plugin,
-                          jobs=args.jobs or None, stage=progress_stage(args))
+                          jobs=args.jobs or None, stage=progress_stage(args), problem=problem)
     except RunSetupError as exc:
         raise usage_error(exc) from None
     print(path)

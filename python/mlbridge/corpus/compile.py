@@ -1,4 +1,4 @@
-"""Compile one corpus module under a policy and measure its ``.text`` bytes.
+"""Compile one corpus module with a policy deciding and measure its ``.text`` bytes.
 
 The one primitive that scoring (``evaluate``) and training share. A module is
 compiled the way ml-compiler-opt compiles it: ``clang -cc1`` with the module's
@@ -16,6 +16,10 @@ A module that fails (the compiler's exit code, a timeout, a plugin warning
 saying the policy was not used, an object we cannot read) is a result with
 ``ok=False``, its reason and the command: never an exception, never a silent
 -Oz size standing in for the policy's.
+
+What the policy decides, which options put it in charge and how a compile's
+stderr tells whether it did, is the problem's (``problem=``, a name or a
+``problems.Problem``; default ``inlining-size``).
 """
 from __future__ import annotations
 
@@ -28,17 +32,16 @@ import shutil
 import subprocess
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ..core.errors import ArgumentError
+from ..problems import DEFAULT, Problem, resolve
 from .elf import ElfError, text_size
 from .layout import CorpusError, Module
 from .python_callable import load_callable
 
 #: A compile slower than this is reported as timed out.
 DEFAULT_TIMEOUT = 300.0
-#: The plugin's bound on each remote (pipe) decision, in ms.
-PIPE_DECISION_TIMEOUT_MS = 10000
 
 # Recorded cc1 flags that must not be replayed, with how many arguments follow.
 # -fembed-bitcode*: the recompile would embed the bitcode again (slower, bigger .o);
@@ -77,7 +80,7 @@ class PolicyError(SetupArgumentError):
 
 @dataclass(frozen=True)
 class Policy:
-    """Who makes the inlining decisions."""
+    """Who makes the decisions (``oz``: the baseline, no option added)."""
     kind: str                                   # "oz", "onnx", "python", "callees"
     spec: str                                   # as the user wrote it
     model: Optional[str] = None                 # onnx: absolute path; callees: the callee file
@@ -223,21 +226,18 @@ def plugin_args(plugin: str) -> List[str]:
     return ["-load", plugin, f"-fpass-plugin={plugin}"]
 
 
-def policy_args(policy: Policy, plugin: Optional[str]) -> List[str]:
-    """What loads the plugin (plugin_args) and chooses the runner."""
+def policy_args(policy: Policy, plugin: Optional[str], problem: Union[str, Problem] = DEFAULT) -> List[str]:
+    """What puts POLICY in charge of PROBLEM's decisions: the plugin loaded
+    (plugin_args) when the problem runs in it, and the problem's options."""
     if not policy.uses_plugin:
         return []
-    if not plugin:
-        raise CompileSetupError(f"policy {policy.spec} needs the mlbridge LLVM plugin")
-    args = plugin_args(plugin)
-    if policy.kind == "onnx":
-        opts = ["-mlbridge-inline-runner=onnx", f"-mlbridge-inline-model={policy.model}"]
-    elif policy.kind == "callees":
-        opts = [f"-mlbridge-inline-callees={policy.model}"]
-    else:
-        opts = ["-mlbridge-inline-runner=pipe", "-mlbridge-inline-channel={base}",
-                f"-mlbridge-inline-timeout-ms={PIPE_DECISION_TIMEOUT_MS}"]
-    for o in opts + ["-mlbridge-inline-stats"]:
+    problem = resolve(problem)
+    args: List[str] = []
+    if problem.in_plugin:
+        if not plugin:
+            raise CompileSetupError(f"policy {policy.spec} needs the mlbridge LLVM plugin")
+        args = plugin_args(plugin)
+    for o in problem.policy_options(policy):
         args += ["-mllvm", o]
     return args
 
@@ -285,8 +285,8 @@ class CompileOptions:
 
 
 def command_for(module: Module, policy: Policy, out: str, toolchain: Toolchain,
-                options: Optional[CompileOptions] = None) -> List[str]:
-    """The full clang command that compiles `module` under `policy` into `out`."""
+                options: Optional[CompileOptions] = None, problem: Union[str, Problem] = DEFAULT) -> List[str]:
+    """The full clang command that compiles `module` with `policy` deciding PROBLEM's questions into `out`."""
     options = options or CompileOptions()
     emit = ("-emit-llvm-bc",) if options.bitcode else ("-emit-obj",)
     args = module.command()   # CorpusError naming the .cmd when it cannot be read
@@ -297,23 +297,26 @@ def command_for(module: Module, policy: Policy, out: str, toolchain: Toolchain,
     cmd = ([toolchain.clang] + recorded + list(options.setting_args) + ["-x", "ir", os.path.abspath(module.bc)])
     if options.thinlto:
         cmd += [f"-fthinlto-index={os.path.abspath(module.thinlto_index)}", "-mllvm", "-thinlto-assume-merged"]
-    cmd += policy_args(policy, toolchain.plugin)
+    cmd += policy_args(policy, toolchain.plugin, problem)
     if options.extra_args is not None:
         cmd += list(options.extra_args(module))
     return cmd + ["-o", out]
 
 
 def compile_module(module: Module, policy: Policy, out_dir: str, toolchain: Toolchain,
-                   options: Optional[CompileOptions] = None, *, tag: str = "") -> CompiledModule:
-    """Compiles `module` under `policy` into OUT_DIR/<hash>.<tag>.o, measures its
-    .text bytes and removes the object (unless options.keep_objects)."""
+                   options: Optional[CompileOptions] = None, *, tag: str = "",
+                   problem: Union[str, Problem] = DEFAULT) -> CompiledModule:
+    """Compiles `module` with `policy` deciding PROBLEM's questions into
+    OUT_DIR/<hash>.<tag>.o, measures its .text bytes and removes the object
+    (unless options.keep_objects)."""
     options = options or CompileOptions()
+    problem = resolve(problem)
     key = hashlib.sha1(module.name.encode()).hexdigest()[:16]
     out = os.path.join(out_dir, f"{os.path.basename(module.name)[:40]}.{key}{'.' + tag if tag else ''}"
                             + (".bc" if options.bitcode else ".o"))
     res = CompiledModule(module.name, ok=False)
     try:
-        cmd = command_for(module, policy, out, toolchain, options)
+        cmd = command_for(module, policy, out, toolchain, options, problem)
     except (CorpusError, OSError) as exc:
         res.error = f"cannot read the module's command: {exc}"
         res.command = f"(command of {module.name})"
@@ -351,7 +354,7 @@ def compile_module(module: Module, policy: Policy, out_dir: str, toolchain: Tool
         if rc != 0:
             res.error = f"clang exited with {rc}: {_last_lines(stderr)}"
             return res
-        res.error, res.decisions = plugin_verdict(stderr, policy)
+        res.error, res.decisions = problem.verdict(stderr, policy)
         if res.error is not None:
             return res
         if options.bitcode:   # LTO bitcode for a link: nothing to measure yet
@@ -377,43 +380,6 @@ def compile_module(module: Module, policy: Policy, out_dir: str, toolchain: Tool
                 os.unlink(out)
             except OSError:
                 pass
-
-
-def plugin_verdict(stderr: str, policy: Policy) -> Tuple[Optional[str], Optional[int]]:
-    """(why the result is not the policy's, or None; the model's decisions) from
-    what the plugin printed in a compiler's or linker's stderr. A warning means
-    the plugin fell back to the stock inliner; no report at all means the plugin
-    never decided (not loaded, or no inliner ran): either way the size is not
-    the policy's, so it must not be scored as one."""
-    warning = next((ln for ln in stderr.splitlines() if ln.startswith("mlbridge: warning:")), None)
-    if warning is not None:
-        return f"the policy was not used: {warning[len('mlbridge: warning: '):]}", None
-    if not policy.uses_plugin:
-        return None, None
-    decisions = _decisions(stderr)
-    if decisions is None:
-        return "the plugin did not report its inliner (was the module's pipeline without an inliner?)", None
-    return None, decisions
-
-
-def _decisions(stderr: str) -> Optional[int]:
-    """Sum of `mlbridge: inliner: N model decisions, ...` lines (one per inliner
-    run), or without a model of `mlbridge: inliner callees: K of N answers ...`
-    (N questions answered by the heuristic, K of them set by callee)."""
-    total, seen = 0, False
-    for ln in stderr.splitlines():
-        words = ln.split()
-        try:
-            if ln.startswith("mlbridge: inliner: "):
-                total += int(words[2])
-            elif ln.startswith("mlbridge: inliner callees: "):
-                total += int(words[5])
-            else:
-                continue
-            seen = True
-        except (IndexError, ValueError):
-            continue
-    return total if seen else None
 
 
 def _last_lines(text: str, n: int = 3) -> str:

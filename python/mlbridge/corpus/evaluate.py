@@ -1,6 +1,6 @@
-"""Score a policy on a corpus: every module compiled under the policy and under
-its own -Oz pipeline (the baseline: the same command, no plugin), in parallel;
-``.text`` bytes per module and in total.
+"""Score a policy on a corpus: every module compiled with the policy deciding a
+problem's questions and under its own -Oz pipeline (the baseline: the same
+command, no policy option), in parallel; ``.text`` bytes per module and in total.
 
 Baseline sizes are cached (``BaselineCache``) by what determines them: the
 module's bitcode, its recompile command and the clang version; so scoring a
@@ -15,8 +15,9 @@ import os
 import tempfile
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Union
 
+from ..problems import DEFAULT, Problem, resolve
 from .compile import CompileOptions, CompiledModule, Policy, Toolchain, cc1_args, compile_module
 from .elf import ElfError
 from .layout import Corpus, CorpusError, Module
@@ -166,8 +167,11 @@ def _pct(delta: Optional[int], base: Optional[int]) -> Optional[float]:
 def evaluate(corpus: Corpus, policy: Policy, toolchain: Toolchain, *, jobs: Optional[int] = None,
              options: Optional[CompileOptions] = None, cache: Optional[BaselineCache] = None,
              on_done: Optional[Callable[[ModuleScore], None]] = None, where: bool = False,
-             setting: Optional[Setting] = None, log_dir: Optional[str] = None) -> Evaluation:
-    """Compiles every module under `policy` and -Oz with `jobs` parallel compiles
+             setting: Optional[Setting] = None, log_dir: Optional[str] = None,
+             problem: Union[str, Problem] = DEFAULT) -> Evaluation:
+    """Compiles every module with `policy` deciding PROBLEM's questions (a name
+    or a Problem; a ProblemError if it is not scored in `setting`), and under
+    -Oz, with `jobs` parallel compiles
     (default: all cores). `options.extra_args`/`extra_env` apply to the policy's
     compiles only (the baseline is plain -Oz). `on_done` is called, in the
     calling thread, as each module finishes (progress). `where`: also compare the
@@ -178,6 +182,8 @@ def evaluate(corpus: Corpus, policy: Policy, toolchain: Toolchain, *, jobs: Opti
     `log_dir`: the policy's decisions logged in LLVM's training-log format
     (training_logs), each log's reward set from the measured sizes; with the
     policy ``oz`` the stock heuristic is logged (imitation data)."""
+    problem = resolve(problem)
+    problem.check("corpus evaluate", setting.name if setting is not None else "objects")
     jobs = max(1, jobs or os.cpu_count() or 1)
     options = options or CompileOptions(thinlto=corpus.has_thinlto)
     if setting is not None and setting.whole_program:
@@ -195,7 +201,7 @@ def evaluate(corpus: Corpus, policy: Policy, toolchain: Toolchain, *, jobs: Opti
     with tempfile.TemporaryDirectory(prefix="mlbridge-eval-") as work, \
             cf.ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="mlbridge-eval") as pool:
         def one(module: Module) -> ModuleScore:
-            return _score(module, policy, work, toolchain, options, base_opts, cache, where)
+            return _score(module, policy, work, toolchain, options, base_opts, cache, where, problem)
 
         # Largest bitcode first: the longest compiles do not end up alone at the end.
         futures = [pool.submit(one, m) for m in sorted(corpus.modules, key=_bc_size, reverse=True)]
@@ -244,7 +250,8 @@ def _bc_size(module: Module) -> int:
 
 
 def _score(module: Module, policy: Policy, work: str, toolchain: Toolchain, options: CompileOptions,
-           base_opts: CompileOptions, cache: Optional[BaselineCache], where: bool = False) -> ModuleScore:
+           base_opts: CompileOptions, cache: Optional[BaselineCache], where: bool = False,
+           problem: Union[str, Problem] = DEFAULT) -> ModuleScore:
     key = None
     cached: Optional[int] = None
     if cache is not None:
@@ -256,7 +263,7 @@ def _score(module: Module, policy: Policy, work: str, toolchain: Toolchain, opti
     def baseline(opts: CompileOptions) -> CompiledModule:
         if cached is not None:
             return CompiledModule(module.name, ok=True, text_bytes=cached, command="(cached)")
-        r = compile_module(module, OZ, work, toolchain, opts, tag="oz")
+        r = compile_module(module, OZ, work, toolchain, opts, tag="oz", problem=problem)
         if r.ok and key is not None:
             cache.put(key, int(r.text_bytes))  # type: ignore[union-attr, arg-type]
         return r
@@ -265,7 +272,7 @@ def _score(module: Module, policy: Policy, work: str, toolchain: Toolchain, opti
         base = baseline(options)
         score = ModuleScore(module.name, base, base, baseline_cached=cached is not None)
     else:
-        pol = compile_module(module, policy, work, toolchain, options, tag="policy")
+        pol = compile_module(module, policy, work, toolchain, options, tag="policy", problem=problem)
         score = ModuleScore(module.name, baseline(base_opts), pol, baseline_cached=cached is not None)
     kept = {r.object_path for r in (score.baseline, score.policy) if r.object_path}
     if where and score.ok and score.baseline.object_path and score.policy.object_path:

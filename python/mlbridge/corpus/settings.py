@@ -22,7 +22,7 @@ bytes that the link would drop (docs/training.md, "Where the room is").
 The plugin inside lld: lld parses ``-mllvm`` options before it loads plugins,
 so the runner is chosen with the plugin's ``MLBRIDGE_INLINE_*`` environment
 variables (docs/llvm-plugin.md). Its report lines are read back from the
-linker's stderr exactly as from clang's (``plugin_verdict``): a fallback or a
+linker's stderr exactly as from clang's (the inlining problem's ``verdict``): a fallback or a
 plugin that never decided fails the program, never scores as ``-Oz``.
 """
 from __future__ import annotations
@@ -37,10 +37,15 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from .compile import (CompileOptions, CompiledModule, CompileSetupError, Policy, SetupArgumentError, Toolchain,
-                      compile_module, plugin_verdict, _last_lines)
+                      compile_module, _last_lines)
 from .elf import ElfError, defined_dynamic_symbols, text_size
 from .layout import Corpus, CorpusError, Module
 from .programs import Program
+from ..problems import get as get_problem
+from ..problems.inlining_size import PIPE_DECISION_TIMEOUT_MS
+
+#: whole-program settings are inlining-size's only (its plugin runs in the linker too)
+_INLINING = get_problem("inlining-size")
 
 SETTINGS = ("objects", "linked", "lto", "thinlto")
 #: a link slower than this is reported as timed out (full LTO of a large C++ program)
@@ -146,7 +151,6 @@ def link_command(program: Program, inputs: Sequence[str], out: str, toolchain: T
         elif policy.kind == "callees":
             env["MLBRIDGE_INLINE_CALLEES"] = str(policy.model)
         else:
-            from .compile import PIPE_DECISION_TIMEOUT_MS
             env.update(MLBRIDGE_INLINE_RUNNER="pipe", MLBRIDGE_INLINE_CHANNEL="{base}",
                        MLBRIDGE_INLINE_TIMEOUT_MS=str(PIPE_DECISION_TIMEOUT_MS))
             if setting.name == "thinlto":
@@ -243,7 +247,7 @@ def link_program(program: Program, inputs: Sequence[str], policy: Policy, settin
             res.error = f"the link failed (exit {rc}): {_last_lines(stderr)}"
             return res
         if setting.lto:
-            res.error, res.decisions = plugin_verdict(stderr, policy.in_linker)
+            res.error, res.decisions = _INLINING.verdict(stderr, policy.in_linker)
             if res.error is not None:
                 res.error = f"in the linker: {res.error}"
                 return res

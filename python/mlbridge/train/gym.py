@@ -45,6 +45,7 @@ from ..transport.session_server import SessionServer
 from ..core.spec import TensorSpec
 from ..transport.supervise import CompileResult, run_compiler
 from ..core.values import coerce
+from ..problems import get as get_problem
 
 __all__ = ["CompilerEnv", "EpisodeResult", "observation_space", "action_space", "llvm_inliner_env",
            "InlinerSizeReward"]
@@ -511,7 +512,8 @@ class CompilerEnv(gymnasium.Env):
 
 # ---- stock LLVM 19: inlining for size ------------------------------------------------
 class InlinerSizeReward:
-    """Reward of an inlining episode: ``(baseline - size) / baseline`` where
+    """Reward of an inlining episode, the inlining-size problem's:
+    ``(baseline - size) / baseline`` where
     size is the ``.text`` bytes of the output (``llc -filetype=obj``) and
     the baseline is LLVM's own inliner in the same pipeline. Info carries
     ``text_size`` and ``baseline_size``. Baselines are computed once per file."""
@@ -533,7 +535,8 @@ class InlinerSizeReward:
         from .. import llvm
         size = llvm.text_size(ep.extra["out"])
         base = self.baseline(ep.extra["ir"], ep.extra["workdir"])
-        return (base - size) / base, {"text_size": size, "baseline_size": base, "file": ep.extra["name"]}
+        return get_problem("inlining-size").reward(base, size), {"text_size": size, "baseline_size": base,
+                                                                  "file": ep.extra["name"]}
 
 
 class _InlinerCommands:

@@ -10,17 +10,17 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Dict, Optional, Sequence, Tuple
+from typing import Any, Dict, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
 from ..corpus.compile import CompileSetupError, Policy, Toolchain
 from ..corpus.layout import Corpus
-from ..llvm.inliner_features import FEATURES
+from ..problems import DEFAULT, Problem
 from .imitation import fit_imitation
 from .policy import MLPPolicy
 from .recipe import Stage, no_progress
-from .run_folder import RunArgumentError, RunSetupError, load_policy_file, setup_error
+from .run_folder import RunArgumentError, RunSetupError, load_policy_file, problem_for, setup_error
 from .search import ModuleSearch, SearchConfig, best_searches, run_search, search_dataset
 from .size_trainer import corpus_modules
 
@@ -28,14 +28,16 @@ from .size_trainer import corpus_modules
 def learn_from_search(out: str, corpora: Sequence[Corpus], cfg: SearchConfig, *, hidden: Tuple[int, ...] = (16,),
                       clang: Optional[str] = None, plugin: Optional[str] = None, data: Sequence[str] = (),
                       flip_weight: float = 10.0, tested_weight: float = 2.0, epochs: int = 600,
-                      score: bool = True, stage: Stage = no_progress) -> Dict[str, Any]:
-    """Searches the modules of CORPORA into run folder OUT, fits a policy to the
+                      score: bool = True, stage: Stage = no_progress,
+                      problem: Union[str, Problem] = DEFAULT) -> Dict[str, Any]:
+    """Searches the modules of CORPORA into run folder OUT, fits a PROBLEM policy to the
     best decisions found (in OUT and the earlier search folders DATA) and returns
     the summary (also RUN/summary.json); ``score``: the policy's .text against
     -Oz on the training modules too."""
+    found = problem_for(problem, "train search")
     for argument, path in (("propose", cfg.propose), ("around", cfg.around)):
         if path:
-            load_policy_file(path, argument)   # the checks a run's init gets
+            load_policy_file(path, argument, found)   # the checks a run's init gets
     try:
         toolchain = Toolchain.find(clang, plugin, need_plugin=True)
     except CompileSetupError as exc:
@@ -65,7 +67,7 @@ def learn_from_search(out: str, corpora: Sequence[Corpus], cfg: SearchConfig, *,
     x, y, w, stock = search_dataset([*data, out], modules, flip_weight=flip_weight, tested_weight=tested_weight)
     if len(y) == 0:
         raise RunSetupError("the search logged no inlining decision to learn from")
-    pol = MLPPolicy(list(FEATURES), hidden, seed=cfg.seed)
+    pol = MLPPolicy(found.feature_names, hidden, seed=cfg.seed)
     fit = fit_imitation(pol, x, y, weights=w, epochs=epochs)
     flipped = y != stock
     summary.update(fit_accuracy=fit["accuracy"], decisions=int(len(y)), flipped_decisions=int(flipped.sum()),
@@ -80,9 +82,9 @@ def learn_from_search(out: str, corpora: Sequence[Corpus], cfg: SearchConfig, *,
         oz_total = pol_total = failures = 0
         for c in corpora:
             t = evaluate(c, Policy("onnx", model, model=model), toolchain, jobs=cfg.jobs or None,
-                         cache=BaselineCache(default_cache_dir())).totals()
+                         cache=BaselineCache(default_cache_dir()), problem=found).totals()
             oz_total, pol_total, failures = oz_total + t["oz_text"], pol_total + t["policy_text"], failures + t["failed"]
-        summary.update(train_total_reward=(oz_total - pol_total) / oz_total if oz_total else 0.0,
+        summary.update(train_total_reward=found.reward(oz_total, pol_total),
                        train_failures=failures)
     with open(os.path.join(out, "summary.json"), "w") as f:
         json.dump(summary, f, indent=1)

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import os
 from contextlib import contextmanager
-from typing import Any, Callable, ContextManager, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, ContextManager, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 from ..corpus.compile import CompileSetupError, Toolchain
 from ..corpus.layout import Corpus, CorpusError, Module
-from ..llvm.inliner_features import FEATURES
+from ..problems import DEFAULT, Problem
 from .policy import MLPPolicy
-from .run_folder import RunSetupError, check_checkpoint, check_run_folder, load_policy_file, setup_error
+from .run_folder import (RunSetupError, check_checkpoint, check_run_folder, load_policy_file, problem_for,
+                         setup_error)
 from .size_trainer import SizeTrainer, StepRecord, TrainConfig, corpus_modules
 
 #: the starts a new run can take besides a policy file
@@ -68,17 +69,17 @@ def oz_baseline(corpora: Sequence[Corpus], modules: List[Module], toolchain: Too
     return units, baseline
 
 
-def imitate_oz(modules: Sequence[Module], toolchain: Toolchain, cfg: TrainConfig, *,
+def imitate_oz(modules: Sequence[Module], toolchain: Toolchain, cfg: TrainConfig, problem: Problem, *,
                stage: Stage = no_progress) -> Tuple[MLPPolicy, Dict[str, float]]:
-    """A policy fitted to the -Oz heuristic's decisions on MODULES (behavioral
-    cloning), and the fit's figures (``samples``, ``accuracy``)."""
+    """A policy of PROBLEM fitted to the -Oz heuristic's decisions on MODULES
+    (behavioral cloning), and the fit's figures (``samples``, ``accuracy``)."""
     from .imitation import fit_imitation
     from .oz_teacher import collect_oz_decisions
     with stage(len(modules), "imitating -Oz", "module") as bar:
         raw, labels = collect_oz_decisions(modules, toolchain, jobs=cfg.jobs or None, on_done=lambda _: bar.update(1))
     if len(labels) == 0:
         raise RunSetupError("the corpora gave no inlining decision to imitate")
-    policy = MLPPolicy(list(FEATURES), cfg.hidden, seed=cfg.seed)
+    policy = MLPPolicy(problem.feature_names, cfg.hidden, seed=cfg.seed)
     return policy, fit_imitation(policy, raw, labels)
 
 
@@ -87,17 +88,19 @@ def train_size_policy(out: str, corpora: Sequence[Corpus], cfg: TrainConfig, *, 
                       compiles: Optional[Callable[[], Any]] = None, stage: Stage = no_progress,
                       note: Callable[[str], None] = lambda _: None,
                       on_step: Optional[Callable[[StepRecord], None]] = None,
-                      on_start: Optional[Callable[[int], None]] = None) -> Dict[str, Any]:
-    """Trains (or resumes) the policy of run folder OUT on CORPORA and returns
+                      on_start: Optional[Callable[[int], None]] = None,
+                      problem: Union[str, Problem] = DEFAULT) -> Dict[str, Any]:
+    """Trains (or resumes) the PROBLEM policy of run folder OUT on CORPORA and returns
     the trainer's summary with ``policy`` (the ONNX file). ``init``: "oz",
     "zero" or a POLICY.json (for a new run); ``compiles``: makes where compiles
     run (default: local threads); ``note`` gets one-line remarks (the imitation's
     accuracy), ``on_step`` each step, ``on_start`` the step the trainer starts at."""
+    found = problem_for(problem, "train run", cfg.setting)
     check_run_folder(out)
-    resuming = check_checkpoint(out, cfg)
+    resuming = check_checkpoint(out, cfg, found)
     init_file = None
     if not resuming and init not in INITS:
-        init_file = load_policy_file(init, "init")
+        init_file = load_policy_file(init, "init", found)
     try:
         toolchain = Toolchain.find(clang, plugin, need_plugin=True)
     except CompileSetupError as exc:
@@ -107,9 +110,9 @@ def train_size_policy(out: str, corpora: Sequence[Corpus], cfg: TrainConfig, *, 
     start: Optional[MLPPolicy] = None
     if not os.path.exists(os.path.join(out, "state.json")):
         if init == "zero":
-            start = MLPPolicy(list(FEATURES), cfg.hidden, seed=cfg.seed)
+            start = MLPPolicy(found.feature_names, cfg.hidden, seed=cfg.seed)
         elif init == "oz":
-            start, fit = imitate_oz(modules, toolchain, cfg, stage=stage)
+            start, fit = imitate_oz(modules, toolchain, cfg, found, stage=stage)
             note(f"imitation of -Oz: {int(fit['samples'])} decisions, accuracy {fit['accuracy']:.3f}")
             os.makedirs(out, exist_ok=True)
             start.save(os.path.join(out, "init.json"))

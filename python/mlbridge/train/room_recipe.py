@@ -20,7 +20,7 @@ from ..corpus.compile import CompileOptions, CompileSetupError, Toolchain
 from ..corpus.layout import CorpusError, load
 from ..corpus.programs import load_programs
 from ..corpus.settings import Setting, find_lld
-from ..llvm.inliner_features import FEATURES
+from ..problems import get as get_problem
 from .imitation import fit_imitation
 from .policy import MLPPolicy
 from .recipe import Stage, no_progress
@@ -112,7 +112,7 @@ def fit_to_best_builds(searches: List[RoomSearch], hidden: Tuple[int, ...], out:
     if not xs:
         raise RunArgumentError("fit", "{arg}: no decision was logged")
     x, y = np.concatenate(xs), np.concatenate(ys).astype(np.int64)
-    policy = MLPPolicy(list(FEATURES), hidden, seed=seed)
+    policy = MLPPolicy(get_problem("inlining-size").feature_names, hidden, seed=seed)
     result = fit_imitation(policy, x, y)
     policy.save(os.path.join(out, "policy.json"))
     onnx = policy.export_onnx(os.path.join(out, "policy.onnx"))

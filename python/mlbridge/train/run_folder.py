@@ -9,12 +9,12 @@ import json
 import os
 import warnings
 from types import SimpleNamespace
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Union
 
 import numpy as np
 
 from ..core.errors import ArgumentError, MLBridgeError
-from ..llvm.inliner_features import FEATURES
+from ..problems import DEFAULT, Problem, ProblemError, resolve
 from .policy import MLPPolicy
 from .report import history_problem
 from .size_trainer import SizeTrainer, TrainConfig, read_history
@@ -36,6 +36,17 @@ def setup_error(exc: MLBridgeError) -> RunSetupError:
     return RunSetupError(str(exc))
 
 
+def problem_for(problem: Union[str, Problem], command: str, setting: str = "objects") -> Problem:
+    """PROBLEM (a name or a Problem) if COMMAND trains or reports it in SETTING;
+    a RunArgumentError naming what it cannot do otherwise."""
+    try:
+        found = resolve(problem)
+        found.check(command, setting)
+    except ProblemError as exc:
+        raise RunArgumentError(exc.argument, exc.template) from None
+    return found
+
+
 def reason(exc: BaseException) -> str:
     """One line on why a run file could not be read."""
     if isinstance(exc, KeyError):
@@ -51,12 +62,12 @@ def reason(exc: BaseException) -> str:
     return " ".join(text.split())[:300]
 
 
-def policy_problem(pol: MLPPolicy) -> Optional[str]:
-    """What makes a policy read from a run file unusable by the trainer, or None."""
+def policy_problem(pol: MLPPolicy, problem: Union[str, Problem] = DEFAULT) -> Optional[str]:
+    """What makes a policy read from a run file unusable by the trainer of PROBLEM, or None."""
     if not all(np.isfinite(a).all() for a in (pol.params, pol.mu, pol.sigma)):
         return "it holds numbers that are not finite float32"
-    if not pol.names or not set(pol.names) <= set(FEATURES):
-        return f"its features {pol.names[:5]!r} are not the inliner's"
+    if not pol.names or not set(pol.names) <= set(resolve(problem).feature_names):
+        return f"its features {pol.names[:5]!r} are not the {resolve(problem).name} problem's"
     return None
 
 
@@ -67,15 +78,15 @@ def _quietly(fn: Callable[[], Any]) -> Any:
         return fn()
 
 
-def load_policy_file(path: str, argument: str) -> MLPPolicy:
-    """The policy in PATH (given as ``argument``), checked; RunArgumentError otherwise."""
+def load_policy_file(path: str, argument: str, problem: Union[str, Problem] = DEFAULT) -> MLPPolicy:
+    """The policy of PROBLEM in PATH (given as ``argument``), checked; RunArgumentError otherwise."""
     try:
         pol = _quietly(lambda: MLPPolicy.load(path))
-        problem = policy_problem(pol)
+        what = policy_problem(pol, problem)
     except Exception as exc:   # whatever the file holds: one line, not a traceback
-        problem = reason(exc)
-    if problem is not None:
-        raise RunArgumentError(argument, f"{{arg}} {path}: not a policy file ({problem})")
+        what = reason(exc)
+    if what is not None:
+        raise RunArgumentError(argument, f"{{arg}} {path}: not a policy file ({what})")
     return pol
 
 
@@ -84,7 +95,7 @@ def check_run_folder(out: str) -> None:
         raise RunArgumentError("out", f"{out}: exists and is not a folder ({{arg}} names the run folder)")
 
 
-def check_checkpoint(out: str, cfg: TrainConfig) -> bool:
+def check_checkpoint(out: str, cfg: TrainConfig, problem: Union[str, Problem] = DEFAULT) -> bool:
     """Whether OUT holds a checkpoint (state.json) to resume from. It is read
     here, before any compile, by the very code that resumes from it
     (``SizeTrainer._resume``) and checked for what the trainer assumes."""
@@ -98,7 +109,7 @@ def check_checkpoint(out: str, cfg: TrainConfig) -> bool:
     try:
         _quietly(lambda: SizeTrainer._resume(probe))
         pol = probe.policy
-        pol_problem = policy_problem(pol)
+        pol_problem = policy_problem(pol, problem)
         if pol_problem is not None:
             problem = f"its policy: {pol_problem}"
         elif probe.es is not None and not (np.isfinite(probe.es.mean).all() and np.isfinite(probe.es.m).all()

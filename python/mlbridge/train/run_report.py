@@ -5,13 +5,14 @@ that cannot be used) is a :class:`RunSetupError`."""
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from ..corpus.compile import CompileSetupError, Policy, Toolchain
 from ..corpus.layout import Corpus, CorpusError, load
+from ..problems import DEFAULT, Problem
 from .recipe import Stage, no_progress
 from .report import write_report
-from .run_folder import RunSetupError, checked_history, setup_error
+from .run_folder import RunSetupError, checked_history, problem_for, setup_error
 
 
 def load_corpora(paths: Sequence[str]) -> List[Corpus]:
@@ -27,10 +28,12 @@ def project_name(corpus: Corpus) -> str:
 
 
 def report_run(run_dir: str, *, train: Sequence[str] = (), eval: Sequence[str] = (), clang: Optional[str] = None,
-               plugin: Optional[str] = None, jobs: Optional[int] = None, stage: Stage = no_progress) -> str:
-    """Writes RUN_DIR/report.md (history, and the policy's .text against -Oz on
-    the corpora at TRAIN and EVAL); returns its path."""
+               plugin: Optional[str] = None, jobs: Optional[int] = None, stage: Stage = no_progress,
+               problem: Union[str, Problem] = DEFAULT) -> str:
+    """Writes RUN_DIR/report.md (history, and the PROBLEM policy's .text against
+    -Oz on the corpora at TRAIN and EVAL); returns its path."""
     from ..corpus.evaluate import BaselineCache, default_cache_dir, evaluate
+    found = problem_for(problem, "train report")
     model = os.path.join(run_dir, "policy.onnx")
     if not os.path.exists(model):
         raise RunSetupError(f"{run_dir}: no policy.onnx (has the run evaluated a policy yet?)")
@@ -48,7 +51,7 @@ def report_run(run_dir: str, *, train: Sequence[str] = (), eval: Sequence[str] =
         with stage(sum(len(c) for c, _ in corpora), "scoring", "module") as bar:
             for c, split in corpora:
                 ev = evaluate(c, pol, toolchain, jobs=jobs, cache=BaselineCache(default_cache_dir()),
-                              on_done=lambda _: bar.update(1))
+                              on_done=lambda _: bar.update(1), problem=found)
                 name = project_name(c)
                 splits[name] = split
                 results[name] = {s.module: {"oz": s.baseline.text_bytes, "policy": s.policy.text_bytes}

@@ -32,6 +32,7 @@ import numpy as np
 from ..corpus.compile import CompileOptions, CompiledModule, Policy, Toolchain
 from ..core.files import write_json_atomic
 from ..corpus.layout import Corpus, Module
+from ..problems import get as get_problem
 from .compiles import LocalCompiles
 from .es import ES
 from .policy import MLPPolicy
@@ -75,9 +76,13 @@ class StepRecord:
     extra: Dict[str, float] = field(default_factory=dict)
 
 
+#: what this trainer trains (its reward is the problem's)
+PROBLEM = get_problem("inlining-size")
+
+
 def reward_of(oz: int, size: int) -> float:
     """Relative .text reduction against -Oz (positive: the policy's code is smaller)."""
-    return (oz - size) / oz if oz > 0 else 0.0
+    return PROBLEM.reward(oz, size)
 
 
 class ScalarLog:
@@ -192,7 +197,7 @@ class SizeTrainer:
 
     def _reward(self, r: CompiledModule) -> float:
         # A failed compile scores as -Oz (reward 0): never better than the baseline.
-        return reward_of(self.baseline[r.module], r.text_bytes) if r.ok and r.text_bytes else 0.0
+        return PROBLEM.reward(self.baseline[r.module], PROBLEM.measure(r)) if r.ok and r.text_bytes else 0.0
 
     def _batch(self) -> List[Module]:
         k = min(self.cfg.modules_per_step, len(self.modules))

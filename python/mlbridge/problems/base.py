@@ -1,0 +1,93 @@
+"""What a problem is: one kind of compiler decision, trained and scored the same way.
+
+As ml-compiler-opt's problem configurations: a problem names the features a
+policy sees and the answer it gives (LLVM's tensor contract), how a module is
+compiled with a policy deciding, the baseline it is measured against, what is
+measured and how that becomes a reward, and where it can be scored (settings)
+and served (commands). The corpus, scoring and training code asks the problem
+instead of knowing inlining; a problem that a command cannot serve says so in
+one line (:class:`ProblemError`).
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import ClassVar, FrozenSet, List, Optional, Protocol, Tuple
+
+from ..core.errors import ArgumentError
+from ..core.spec import TensorSpec
+
+#: the commands that take ``--problem`` (what Problem.commands names)
+COMMANDS = ("corpus evaluate", "train run", "train search", "train report", "log show", "log export")
+
+
+class ProblemError(ArgumentError):
+    """A problem asked for what it cannot do (a command, a setting, a kind of
+    policy), or one that does not exist; ``{arg}`` is the argument at fault."""
+
+
+class Decider(Protocol):
+    """Who decides (corpus.compile.Policy): ``oz`` is the baseline, with no option
+    added; ``onnx`` runs MODEL in-process, ``python`` answers over a channel
+    whose base is the ``{base}`` placeholder of the command, ``callees`` is a file."""
+    kind: str
+    spec: str
+    model: Optional[str]
+
+
+class Compiled(Protocol):
+    """What a compile left to measure (corpus.compile.CompiledModule)."""
+    text_bytes: Optional[int]
+    object_path: Optional[str]
+
+
+class Problem(ABC):
+    #: the registry's key, and --problem's value
+    name: ClassVar[str]
+    #: one line: what is decided, and for what
+    summary: ClassVar[str]
+    #: what the policy sees at each decision, and what it answers
+    features: ClassVar[Tuple[TensorSpec, ...]]
+    answer: ClassVar[TensorSpec]
+    #: who decides in the baseline compile (the same command, no policy option)
+    baseline: ClassVar[str]
+    #: what measure() returns; lower is better
+    measured: ClassVar[str]
+    #: corpus settings it can be scored in (corpus/settings.py's names)
+    settings: ClassVar[Tuple[str, ...]]
+    #: the commands (COMMANDS) that serve it, and why the others cannot
+    commands: ClassVar[FrozenSet[str]]
+    refusal: ClassVar[str] = ""
+    #: whether a policy needs the mlbridge LLVM plugin loaded (else stock LLVM's own channel)
+    in_plugin: ClassVar[bool]
+
+    @property
+    def feature_names(self) -> List[str]:
+        return [f.name for f in self.features]
+
+    @abstractmethod
+    def policy_options(self, policy: Decider) -> List[str]:
+        """The compiler's -mllvm options that put POLICY (not the baseline) in
+        charge of every decision; a ProblemError about ``policy`` if this
+        problem cannot run that kind of policy."""
+
+    @abstractmethod
+    def verdict(self, stderr: str, policy: Decider) -> Tuple[Optional[str], Optional[int]]:
+        """From a compile's stderr: why its result is not POLICY's (None if it
+        is), and how many decisions the policy made (None if unknown)."""
+
+    @abstractmethod
+    def measure(self, compiled: Compiled) -> float:
+        """The number this problem minimizes, for one compile's output."""
+
+    def reward(self, baseline: float, value: float) -> float:
+        """Relative improvement on the baseline (positive: the policy did better)."""
+        return (baseline - value) / baseline if baseline > 0 else 0.0
+
+    def check(self, command: str, setting: str = "objects") -> None:
+        """ProblemError unless COMMAND serves this problem in SETTING."""
+        if command not in self.commands:
+            raise ProblemError("problem", f"{{arg}} {self.name}: `mlbridge {command}` cannot serve it "
+                               f"({self.refusal})")
+        if setting not in self.settings:
+            raise ProblemError("setting", f"{{arg}} {setting}: the {self.name} problem is scored in "
+                               f"{', '.join(self.settings)} only")

@@ -1,0 +1,74 @@
+"""Inlining for size: LLVM's ML inliner decides every call site of the -Oz
+pipeline, the mlbridge plugin runs the policy, and the object's ``.text`` bytes
+are measured against -Oz's own heuristic (ml-compiler-opt's rl/inlining)."""
+from __future__ import annotations
+
+from typing import List, Optional, Tuple
+
+from ..core.spec import TensorSpec
+from ..llvm.inliner_features import DECISION, FEATURES
+from .base import COMMANDS, Compiled, Decider, Problem
+
+#: the plugin's bound on each remote (pipe) decision, in ms
+PIPE_DECISION_TIMEOUT_MS = 10000
+
+
+class InliningForSize(Problem):
+    name = "inlining-size"
+    summary = "inline or not at each call site, for the smallest .text"
+    features = tuple(TensorSpec(n, "int64_t", (1,)) for n in FEATURES)
+    answer = TensorSpec(DECISION, "int64_t", (1,))
+    baseline = "-Oz's inlining heuristic (the module's own pipeline, no plugin)"
+    measured = ".text bytes of the object (or of the linked program)"
+    settings = ("objects", "linked", "lto", "thinlto")
+    commands = frozenset(COMMANDS)
+    in_plugin = True
+
+    def policy_options(self, policy: Decider) -> List[str]:
+        if policy.kind == "onnx":
+            opts = ["-mlbridge-inline-runner=onnx", f"-mlbridge-inline-model={policy.model}"]
+        elif policy.kind == "callees":
+            opts = [f"-mlbridge-inline-callees={policy.model}"]
+        else:   # python: answered over the plugin's pipe runner
+            opts = ["-mlbridge-inline-runner=pipe", "-mlbridge-inline-channel={base}",
+                    f"-mlbridge-inline-timeout-ms={PIPE_DECISION_TIMEOUT_MS}"]
+        # the report line verdict() reads: without it a size is not the policy's
+        return opts + ["-mlbridge-inline-stats"]
+
+    def verdict(self, stderr: str, policy: Decider) -> Tuple[Optional[str], Optional[int]]:
+        """A plugin warning means it fell back to the stock inliner; no report at
+        all means it never decided (not loaded, or no inliner ran): either way
+        the size is not the policy's, so it must not be scored as one. The
+        warning counts for the baseline too (a logged -Oz run loads the plugin)."""
+        warning = next((ln for ln in stderr.splitlines() if ln.startswith("mlbridge: warning:")), None)
+        if warning is not None:
+            return f"the policy was not used: {warning[len('mlbridge: warning: '):]}", None
+        if policy.kind == "oz":
+            return None, None
+        decisions = _decisions(stderr)
+        if decisions is None:
+            return "the plugin did not report its inliner (was the module's pipeline without an inliner?)", None
+        return None, decisions
+
+    def measure(self, compiled: Compiled) -> float:
+        return float(compiled.text_bytes) if compiled.text_bytes is not None else float("nan")
+
+
+def _decisions(stderr: str) -> Optional[int]:
+    """Sum of `mlbridge: inliner: N model decisions, ...` lines (one per inliner
+    run), or without a model of `mlbridge: inliner callees: K of N answers ...`
+    (N questions answered by the heuristic, K of them set by callee)."""
+    total, seen = 0, False
+    for ln in stderr.splitlines():
+        words = ln.split()
+        try:
+            if ln.startswith("mlbridge: inliner: "):
+                total += int(words[2])
+            elif ln.startswith("mlbridge: inliner callees: "):
+                total += int(words[5])
+            else:
+                continue
+            seen = True
+        except (IndexError, ValueError):
+            continue
+    return total if seen else None
