@@ -13,7 +13,6 @@ import os
 import re
 import signal
 import stat
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -130,6 +129,9 @@ name:            f
 alignment:       16
 frameInfo:
   maxAlignment:    8
+fixedStack:
+  - { id: 0, type: spill-slot, offset: -16, size: 8, alignment: 16, stack-id: default,
+      callee-saved-register: '$rbx', callee-saved-restored: true }
 stack:
   - { id: 0, name: x, type: default, offset: 0, size: 4, alignment: 4,
       stack-id: default, callee-saved-register: '' }
@@ -142,7 +144,7 @@ body:             |
 
     MOV64mr %stack.1, 1, $noreg, 0, $noreg, $rdi :: (store (s64) into %stack.1)
     renamable $eax = MOV32r0 implicit-def dead $eflags
-    MOV32mi %stack.0.x, 1, $noreg, 0, $noreg, 0 :: (store (s32) into %ir.x)
+    MOV32mi %stack.0.x, 1, $noreg, 0, $noreg, 0 :: (store (s32) into %stack.0.x)
 
   bb.1.loop (align 16):
     successors: %bb.1(0x7c000000), %bb.2(0x04000000)

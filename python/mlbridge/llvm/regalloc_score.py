@@ -280,10 +280,10 @@ def _mir_functions(text: str) -> List[Tuple[str, List[int], List[_Block]]]:
     [(successor, probability or None)], [(opcode, operands, memory operands)])."""
     out: List[Tuple[str, List[int], List[_Block]]] = []
     cur: Optional[Tuple[str, List[int], List[_Block]]] = None
-    in_body = False
+    in_body = in_stack = False
     for line in text.splitlines():
         if line.startswith("---"):
-            cur, in_body = None, False
+            cur, in_body, in_stack = None, False, False
             continue
         if not in_body:
             m = _MIR_NAME.match(line)
@@ -292,11 +292,13 @@ def _mir_functions(text: str) -> List[Tuple[str, List[int], List[_Block]]]:
                 out.append(cur)
                 continue
             if cur is not None:
-                s = _MIR_SPILL_SLOT.search(line)
-                if s:
-                    cur[1].append(int(s.group(1)))
-                elif line.startswith("body:"):
-                    in_body = True
+                if line[:1] not in ("", " "):   # a new top-level key: `stack:` (not `fixedStack:`) holds %stack.N
+                    in_stack = line.startswith("stack:")
+                    in_body = line.startswith("body:")
+                elif in_stack:
+                    s = _MIR_SPILL_SLOT.search(line)
+                    if s:
+                        cur[1].append(int(s.group(1)))
             continue
         if cur is None:
             continue
