@@ -55,7 +55,7 @@ import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import AbstractSet, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..core.errors import ArgumentError, MLBridgeError
 from .interactive import CompilerFailed, LLVMNotFound, regalloc_evict
@@ -201,7 +201,12 @@ def _unquote_name(tok: str) -> str:
     return tok
 
 
-def _classify(fs: FunctionScore, opcode: str, operands: str, memops: str, spill_slots: Iterable[int],
+_LOAD_WORD = re.compile(r"\bload\b")
+_STORE_WORD = re.compile(r"\bstore\b")
+_STACK_REF = re.compile(r"%stack\.(\d+)")
+
+
+def _classify(fs: FunctionScore, opcode: str, operands: str, memops: str, spill_slots: AbstractSet[int],
               freq: float) -> None:
     """Count one machine instruction (RegAllocScore's order: copy, remat,
     load-store, load, store); spill slots are counted apart."""
@@ -209,15 +214,14 @@ def _classify(fs: FunctionScore, opcode: str, operands: str, memops: str, spill_
         return
     loads = stores = False
     spill_load = spill_store = False
-    slots = set(spill_slots)
-    for m in _MIR_MEMOP.finditer(memops):
+    for m in _MIR_MEMOP.finditer(memops) if memops else ():
         text = m.group(1)
-        is_load = re.search(r"\bload\b", text) is not None
-        is_store = re.search(r"\bstore\b", text) is not None
+        is_load = _LOAD_WORD.search(text) is not None
+        is_store = _STORE_WORD.search(text) is not None
         loads |= is_load
         stores |= is_store
-        s = re.search(r"%stack\.(\d+)", text)
-        if s and int(s.group(1)) in slots:
+        s = _STACK_REF.search(text)
+        if s and int(s.group(1)) in spill_slots:
             spill_load |= is_load
             spill_store |= is_store
     if spill_load:
@@ -263,11 +267,12 @@ def score_mir(text: str, freqs: Optional[Mapping[str, Mapping[int, float]]] = No
         fs = functions[name] = FunctionScore(name)
         given = (freqs or {}).get(name)
         weights = _block_weights(blocks, given) if given is not None else {}
+        slots = frozenset(spill_slots)
         for num, _, instrs in blocks:
             fs.blocks += 1
             freq = weights.get(num, 1.0)
             for opcode, operands, memops in instrs:
-                _classify(fs, opcode, operands, memops, spill_slots, freq)
+                _classify(fs, opcode, operands, memops, slots, freq)
     return _module(functions)
 
 
