@@ -13,6 +13,7 @@ import os
 import re
 import signal
 import stat
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -418,3 +419,15 @@ def test_clang_translation_unit_without_functions_returns_at_once(modules, tmp_p
     assert time.monotonic() - t0 < 10
     assert result.ok and result.sessions == [] and result.decisions == 0
     assert (tmp_path / "data.o").stat().st_size > 0
+
+
+def test_asm_comments_count_the_same_spill_code_as_the_mir(modules, tmp_path):
+    """llc's asm-verbose "Spill"/"Reload" comments, read by score_asm, count
+    what the MIR after allocation has (post-RA passes may move a reload or two
+    on other modules: not on these)."""
+    for name in ("matrix", "chacha20"):
+        asm = tmp_path / f"{name}.s"
+        subprocess.run([llvm.tool("llc"), modules[name], "-o", str(asm)], check=True, capture_output=True, timeout=120)
+        a, m = rs.score_asm(asm.read_text()), rs.score_module(modules[name])
+        assert sorted(a.functions) == sorted(m.functions)
+        assert (a.spills, a.reloads) == (m.spills, m.reloads) and a.spills > 0
