@@ -89,7 +89,7 @@ def check_result(result: CompileResult, cmd: Sequence[str], timeout: Optional[fl
                  decisions: int = 0) -> CompileResult:
     """``result`` if the compiler exited 0 in time, else :class:`CompilerFailed`
     with one line saying what happened (timeout, signal, exit status; the
-    decisions answered; the compiler's last stderr line)."""
+    decisions answered; the compiler's error line, or its last one)."""
     if result.ok:
         return result
     what = os.path.basename(str(cmd[0])) if cmd else "compiler"
