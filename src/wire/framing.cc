@@ -1,5 +1,9 @@
 #include "wire/framing.h"
 
+#include <utility>
+
+#include "json/utf8.h"
+
 namespace mlbridge {
 namespace wire {
 
@@ -32,6 +36,33 @@ Status checkPreamble(Span<const uint8_t> b, size_t pos, FrameFormat f) {
     return invalidArgument(name + "the preamble announces format '" + static_cast<char>(b[pos + 5]) + "', not '" +
                            f.letter + "' (" + f.name + ")");
   return Status::OK();
+}
+
+Status FramedCodec::checkSpecs(const SessionSpecs& specs) const {
+  MLBRIDGE_RETURN_IF_ERROR(validateSpecs(specs.features, "feature"));
+  MLBRIDGE_RETURN_IF_ERROR(validateSpecs(specs.advice, "advice"));
+  for (const auto* list : {&specs.features, &specs.advice})
+    for (const TensorSpec& s : *list)
+      if (!utf8::isValid(s.name())) return invalidArgument("tensor name '" + s.name() + "' is not valid UTF-8");
+  return Status::OK();
+}
+
+Status FramedCodec::decodeToModelStream(Span<const uint8_t> bytes, std::vector<DecodedMessage>& out) const {
+  return decodeStream(bytes, true, out);
+}
+
+Status FramedCodec::decodeToCompilerStream(Span<const uint8_t> bytes, const SessionSpecs&,
+                                           std::vector<DecodedMessage>& out) const {
+  return decodeStream(bytes, false, out);
+}
+
+Status FramedCodec::decodeStream(Span<const uint8_t> bytes, bool toModel, std::vector<DecodedMessage>& out) const {
+  return forEachFrame(bytes, toModel, frame_, [this, toModel, &out](Span<const uint8_t> payload, size_t) {
+    DecodedMessage m;
+    MLBRIDGE_RETURN_IF_ERROR(decodeMessage_(payload, toModel, m));
+    out.push_back(std::move(m));
+    return Status::OK();
+  });
 }
 
 }  // namespace wire

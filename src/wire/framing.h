@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "mlbridge/span.h"
 #include "mlbridge/status.h"
@@ -63,6 +64,36 @@ Status forEachFrame(Span<const uint8_t> b, bool preamble, FrameFormat f, F onPay
   }
   return Status::OK();
 }
+
+// What the json and protobuf codecs do alike, written once: they accept the
+// same specs, and read a recorded stream the same way, frame by frame,
+// differing only in how one payload becomes a message (the decoder each
+// passes in). Stream decoding is a cold path (tools, tests, replay).
+class FramedCodec : public Codec {
+ public:
+  // Both carry every dtype; tensor names must be valid UTF-8.
+  Status checkSpecs(const SessionSpecs& specs) const final;
+
+  // One frame's payload into `m`; `toModel` selects which kinds are allowed
+  // (compiler -> model: all but replies; model -> compiler: replies only).
+  using MessageDecoder = Status (*)(Span<const uint8_t> payload, bool toModel, DecodedMessage& m);
+
+  Status decodeToModelStream(Span<const uint8_t> bytes, std::vector<DecodedMessage>& out) const final;
+  // `specs` is not needed: framed replies carry their own names, dtypes and shapes.
+  Status decodeToCompilerStream(Span<const uint8_t> bytes, const SessionSpecs& specs,
+                                std::vector<DecodedMessage>& out) const final;
+
+ protected:
+  FramedCodec(FrameFormat frame, MessageDecoder decodeMessage) : frame_(frame), decodeMessage_(decodeMessage) {}
+
+ private:
+  // The compiler -> model stream starts with a preamble (and may hold several
+  // sessions); the model -> compiler stream has none.
+  Status decodeStream(Span<const uint8_t> bytes, bool toModel, std::vector<DecodedMessage>& out) const;
+
+  FrameFormat frame_;
+  MessageDecoder decodeMessage_;
+};
 
 }  // namespace wire
 }  // namespace mlbridge

@@ -706,18 +706,11 @@ Status decodeMessageValue(Span<const uint8_t> payload, bool toModel, DecodedMess
   return Status::OK();
 }
 
-class JsonCodec final : public Codec {
+class JsonCodec final : public FramedCodec {
  public:
-  WireFormat format() const override { return WireFormat::kJson; }
+  JsonCodec() : FramedCodec(kFrame, decodeMessageValue) {}
 
-  Status checkSpecs(const SessionSpecs& specs) const override {
-    MLBRIDGE_RETURN_IF_ERROR(validateSpecs(specs.features, "feature"));
-    MLBRIDGE_RETURN_IF_ERROR(validateSpecs(specs.advice, "advice"));
-    for (const auto* list : {&specs.features, &specs.advice})
-      for (const TensorSpec& s : *list)
-        if (!utf8::isValid(s.name())) return invalidArgument("tensor name '" + s.name() + "' is not valid UTF-8");
-    return Status::OK();
-  }
+  WireFormat format() const override { return WireFormat::kJson; }
 
   Status encodeHeader(const SessionSpecs& specs, OutputList& out) override {
     MLBRIDGE_RETURN_IF_ERROR(checkSpecs(specs));
@@ -818,25 +811,6 @@ class JsonCodec final : public Codec {
     summary.hasError = st.hasError;
     summary.error = errorText;
     return checkReply(summary, expectedId, outputs.size());
-  }
-
-  Status decodeToModelStream(Span<const uint8_t> bytes, std::vector<DecodedMessage>& out) const override {
-    return forEachFrame(bytes, true, kFrame, [&out](Span<const uint8_t> payload, size_t) {
-      DecodedMessage m;
-      MLBRIDGE_RETURN_IF_ERROR(decodeMessageValue(payload, true, m));
-      out.push_back(std::move(m));
-      return Status::OK();
-    });
-  }
-
-  Status decodeToCompilerStream(Span<const uint8_t> bytes, const SessionSpecs&,
-                                std::vector<DecodedMessage>& out) const override {
-    return forEachFrame(bytes, false, kFrame, [&out](Span<const uint8_t> payload, size_t) {
-      DecodedMessage m;
-      MLBRIDGE_RETURN_IF_ERROR(decodeMessageValue(payload, false, m));
-      out.push_back(std::move(m));
-      return Status::OK();
-    });
   }
 };
 

@@ -489,18 +489,11 @@ Status decodeMessage(Span<const uint8_t> payload, bool toModel, DecodedMessage& 
   return decodeBody(kind, base, body, bodyLen, m);
 }
 
-class ProtobufCodec final : public Codec {
+class ProtobufCodec final : public FramedCodec {
  public:
-  WireFormat format() const override { return WireFormat::kProtobuf; }
+  ProtobufCodec() : FramedCodec(kFrame, decodeMessage) {}
 
-  Status checkSpecs(const SessionSpecs& specs) const override {
-    MLBRIDGE_RETURN_IF_ERROR(validateSpecs(specs.features, "feature"));
-    MLBRIDGE_RETURN_IF_ERROR(validateSpecs(specs.advice, "advice"));
-    for (const auto* list : {&specs.features, &specs.advice})
-      for (const TensorSpec& s : *list)
-        if (!utf8::isValid(s.name())) return invalidArgument("tensor name '" + s.name() + "' is not valid UTF-8");
-    return Status::OK();
-  }
+  WireFormat format() const override { return WireFormat::kProtobuf; }
 
   Status encodeHeader(const SessionSpecs& specs, OutputList& out) override {
     MLBRIDGE_RETURN_IF_ERROR(checkSpecs(specs));
@@ -595,25 +588,6 @@ class ProtobufCodec final : public Codec {
     summary.hasError = st.hasError;
     summary.error = std::string_view(reinterpret_cast<const char*>(st.error), st.errorLen);
     return checkReply(summary, expectedId, outputs.size());
-  }
-
-  Status decodeToModelStream(Span<const uint8_t> bytes, std::vector<DecodedMessage>& out) const override {
-    return forEachFrame(bytes, true, kFrame, [&out](Span<const uint8_t> payload, size_t) {
-      DecodedMessage m;
-      MLBRIDGE_RETURN_IF_ERROR(decodeMessage(payload, true, m));
-      out.push_back(std::move(m));
-      return Status::OK();
-    });
-  }
-
-  Status decodeToCompilerStream(Span<const uint8_t> bytes, const SessionSpecs&,
-                                std::vector<DecodedMessage>& out) const override {
-    return forEachFrame(bytes, false, kFrame, [&out](Span<const uint8_t> payload, size_t) {
-      DecodedMessage m;
-      MLBRIDGE_RETURN_IF_ERROR(decodeMessage(payload, false, m));
-      out.push_back(std::move(m));
-      return Status::OK();
-    });
   }
 };
 

@@ -445,6 +445,60 @@ TEST_P(FramedCodecTest, StreamFramingErrors) {
   EXPECT_EQ(s.code(), StatusCode::kDataLoss);
 }
 
+// The stream reader the two codecs share (wire::FramedCodec): a message's
+// error is given whole, after the format and the byte its frame starts at;
+// only the compiler -> model stream has preambles; a preamble later in the
+// stream is checked as the first one is.
+TEST_P(FramedCodecTest, StreamErrorsNameTheFormatAndTheFrame) {
+  const std::string format = GetParam() == WireFormat::kJson ? "json" : "protobuf";
+  OutputList hdr;
+  ASSERT_TRUE(codec_->encodeHeader(SessionSpecs(), hdr).ok());
+  const std::string header = hdr.flatten();
+  OutputList rep;
+  ASSERT_TRUE(codec_->encodeReply(3, Span<const TensorRef>(), rep).ok());
+  const std::string reply = rep.flatten();
+  std::vector<DecodedMessage> msgs;
+
+  // A reply after the header: its frame starts right after the header's.
+  Status s = codec_->decodeToModelStream(bytesOf(header + reply), msgs);
+  EXPECT_EQ(s.code(), StatusCode::kDataLoss);
+  EXPECT_EQ(s.message(), format + " stream: frame at byte " + std::to_string(header.size()) +
+                             ": unexpected reply message in a compiler -> model stream");
+  // A context as the second frame of a model -> compiler stream.
+  OutputList ctx;
+  ASSERT_TRUE(codec_->encodeContext("f", ctx).ok());
+  msgs.clear();
+  s = codec_->decodeToCompilerStream(bytesOf(reply + ctx.flatten()), SessionSpecs(), msgs);
+  EXPECT_EQ(s.code(), StatusCode::kDataLoss);
+  EXPECT_EQ(s.message(), format + " stream: frame at byte " + std::to_string(reply.size()) +
+                             ": unexpected context message in a model -> compiler stream");
+  EXPECT_EQ(msgs.size(), 1u);  // the reply before it was decoded
+
+  // Model -> compiler streams have no preamble: "MLBR" there is a frame length
+  // (over the limit), not a session start.
+  const std::string preamble = header.substr(0, wire::kPreambleSize);
+  msgs.clear();
+  s = codec_->decodeToCompilerStream(bytesOf(preamble + reply), SessionSpecs(), msgs);
+  EXPECT_EQ(s.code(), StatusCode::kDataLoss);
+  EXPECT_NE(s.message().find(format + " stream: frame at byte 0 announces"), std::string::npos) << s.message();
+  EXPECT_TRUE(msgs.empty());
+
+  // A second session's preamble is checked as the first one: version, format.
+  std::string v2 = header;
+  v2[4] = 2;
+  msgs.clear();
+  s = codec_->decodeToModelStream(bytesOf(header + v2), msgs);
+  EXPECT_EQ(s.code(), StatusCode::kUnimplemented) << s.message();
+  EXPECT_EQ(msgs.size(), 1u);
+  std::string other = header;
+  other[5] = GetParam() == WireFormat::kJson ? 'P' : 'J';
+  s = codec_->decodeToModelStream(bytesOf(header + other), msgs);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.message();
+  s = codec_->decodeToModelStream(bytesOf(header + preamble.substr(0, 5)), msgs);
+  EXPECT_EQ(s.code(), StatusCode::kDataLoss);
+  EXPECT_EQ(s.message(), format + " stream: truncated preamble at byte " + std::to_string(header.size()));
+}
+
 TEST_P(FramedCodecTest, ANewPreambleStartsANewSession) {
   SessionSpecs a, b;
   a.features = {TensorSpec("x", DType::kInt32, {1})};
@@ -495,6 +549,11 @@ TEST_P(FramedCodecTest, TextFieldsAreValidUtf8) {
   s = codec_->encodeHeader(bad, out);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("UTF-8"), std::string::npos) << s.message();
+  SessionSpecs badAdvice;
+  badAdvice.advice = {TensorSpec("y\xc3", DType::kInt32, {1})};
+  s = codec_->checkSpecs(badAdvice);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(), "tensor name 'y\xc3' is not valid UTF-8");
 }
 
 TEST_P(FramedCodecTest, HotPathsDoNotAllocate) {
