@@ -28,16 +28,22 @@ class ProblemError(ArgumentError):
 class Decider(Protocol):
     """Who decides (corpus.compile.Policy): ``oz`` is the baseline, with no option
     added; ``onnx`` runs MODEL in-process, ``python`` answers over a channel
-    whose base is the ``{base}`` placeholder of the command, ``callees`` is a file."""
-    kind: str
-    spec: str
-    model: Optional[str]
+    whose base is the ``{base}`` placeholder of the command, ``callees`` is a file.
+    Read-only members, so a frozen dataclass fits."""
+    @property
+    def kind(self) -> str: ...
+    @property
+    def spec(self) -> str: ...
+    @property
+    def model(self) -> Optional[str]: ...
 
 
 class Compiled(Protocol):
     """What a compile left to measure (corpus.compile.CompiledModule)."""
-    text_bytes: Optional[int]
-    object_path: Optional[str]
+    @property
+    def text_bytes(self) -> Optional[int]: ...
+    @property
+    def object_path(self) -> Optional[str]: ...
 
 
 class Problem(ABC):
