@@ -87,7 +87,7 @@ StatusOr<const Descriptor*> loadModelLibrary(const std::string& runner, const st
 StatusOr<std::unique_ptr<ModelRunner>> createRunner(const RunnerChoice& c, std::vector<TensorSpec> features,
                                                     std::vector<TensorSpec> advice) {
   const std::string& r = c.runner;
-  RunnerKind kind;
+  RunnerKind kind = RunnerKind::kOnnx;  // set by parseRunnerKind, or the function returns
   if (!parseRunnerKind(r, &kind))
     return mlbridge::invalidArgument("unknown runner '" + r + "' (available: " + availableRunners() + ")");
   if (kind == RunnerKind::kOnnx || kind == RunnerKind::kOnnxRuntime) {

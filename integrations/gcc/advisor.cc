@@ -73,7 +73,7 @@ bool setOption(Options& options, const char* key, const char* value, std::string
   const char* v = value != nullptr ? value : "";
   int64_t n = 0;
   if (k == "runner") {
-    RunnerKind kind;
+    RunnerKind kind = RunnerKind::kOnnx;
     if (!parseOnnxOrPipe(v, &kind, error)) return false;
     options.runner = v;
   } else if (k == "model") {
