@@ -55,7 +55,7 @@ class SpeedCheckError(MLBridgeError):
 
 
 class ToolMissing(SpeedCheckError, ArgumentError):
-    """clang-19, llc-19 or valgrind is not on PATH (argument ``tool``)."""
+    """clang-19, llc-19 or valgrind is not on PATH (``argument``: "clang", "llc" or "valgrind")."""
 
 
 class BuildFailed(SpeedCheckError):
@@ -231,18 +231,18 @@ def _tool(name: str, given: Optional[str]) -> str:
     if given:
         found = shutil.which(given)
         if found is None:
-            raise ToolMissing("tool", f"{{arg}} {given} is not on PATH")
+            raise ToolMissing(name, f"{{arg}}: {given} is not on PATH")
         return found
     try:
         return _llvm.tool(name)
     except _llvm.LLVMNotFound as exc:
-        raise ToolMissing("tool", f"{{arg}} {exc}") from None
+        raise ToolMissing(name, f"{{arg}}: {exc}") from None
 
 
 def _valgrind() -> str:
     found = shutil.which("valgrind")
     if found is None:
-        raise ToolMissing("tool", "{arg} valgrind is not on PATH (the speed check counts instructions "
+        raise ToolMissing("valgrind", "{arg} is not on PATH (the speed check counts instructions "
                           "with valgrind --tool=callgrind: apt-get install valgrind)")
     return found
 
@@ -268,9 +268,12 @@ def perf_cycles_available() -> bool:
 
 
 def _one_line(text: str) -> str:
+    """A tool's telling line: its first error (the linker's own, not clang's
+    "linker command failed"), else its last line outside a stack dump."""
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    lines = [ln for ln in lines if not re.match(r"^(#\d+ |\d+\.\s|Stack dump:|PLEASE submit)", ln)]
     for ln in lines:
-        if re.search(r"\berror\b", ln, re.I):
+        if re.search(r"\berror\b|cannot find|undefined reference", ln, re.I) and "linker command failed" not in ln:
             return ln[:300]
     return lines[-1][:300] if lines else ""
 
