@@ -121,6 +121,10 @@ def test_default_and_trivial_policy_both_correct_and_deterministic(prog, tmp_pat
                                    p.data_accesses_policy)):
         assert sc.count_instructions(prog, str(exe), build) == (ins, data)
         assert sc.count_instructions(prog, str(exe), build, data_accesses=False) == (ins, None)
+        # a timed run is the workload's own CPU time, not the compilers' or valgrind's before it
+        cpu, cycles = sc.time_runs(prog, str(exe), build, repeats=2)
+        assert cpu.runs == 2 and 0 <= cpu.mean < 0.5 and cpu.unit == "s"
+        assert (cycles is None) == (not sc.perf_cycles_available())
 
 
 def test_a_policy_build_is_the_default_one_when_the_policy_is_the_default(prog, tmp_path):

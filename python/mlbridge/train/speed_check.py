@@ -484,6 +484,7 @@ def time_runs(bench: Benchmark, exe: str, build: str = "default", *,
         if perf:
             cmd = [shutil.which("perf") or "perf", "stat", "-x", ",", "-e", "cycles", "-o", perf_out, "--", *cmd]
         with _stdin(bench) as stdin:
+            _last_child_cpu()     # children so far (compilers, valgrind) are not this run's
             proc = subprocess.Popen(cmd, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd,
                                     env=_ENV)
             try:
@@ -495,7 +496,8 @@ def time_runs(bench: Benchmark, exe: str, build: str = "default", *,
                 raise fail(f"{bench.name} ({build} build) did not finish within {bench.timeout:g} s",
                            benchmark=bench.name, build=build) from None
         _check_output(bench, build, proc.returncode, out, err)
-        # the child's own rusage: Popen reaped it; RUSAGE_CHILDREN grows by exactly it
+        # the child's own CPU: Popen reaped it, RUSAGE_CHILDREN grew by it (and by nothing else
+        # unless another thread of this process reaps a child meanwhile)
         cpu.append(_last_child_cpu())
         if perf:
             for ln in open(perf_out).read().splitlines():
@@ -535,7 +537,6 @@ def check_program(bench: Benchmark, policy: Any, work: str, *, repeats: int = 5,
     ins_p, data_p = count_instructions(bench, exe_p, "policy", data_accesses=data_accesses)
     res = ProgramResult(bench.name, ins_d, ins_p, data_d, data_p, True, decisions, llc_d, llc_p)
     if repeats > 0:
-        _last_child_cpu()
         cpu_d, cpu_p, cyc_d, cyc_p = [], [], [], []
         for _ in range(repeats):    # alternating, so a change of load hits both alike
             t, c = time_runs(bench, exe_d, "default", repeats=1)
