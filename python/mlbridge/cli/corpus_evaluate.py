@@ -1,4 +1,6 @@
-"""``mlbridge corpus evaluate CORPUS --policy P``: score a policy against -Oz.
+"""``mlbridge corpus evaluate CORPUS --policy P``: score a policy against -Oz
+(``--problem inlining-size``, .text bytes) or against the default eviction advisor
+(``--problem regalloc-eviction``, the register-allocation score).
 
 ``cli/corpus.py`` registers it with ``add_parser(corpus_subparsers)``; until
 then (and for scripts) ``python -m mlbridge.cli.corpus_evaluate CORPUS ...``
@@ -7,6 +9,7 @@ runs the same command.
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import os
 import sys
@@ -22,14 +25,17 @@ MAX_FAILURES_SHOWN = 10
 
 def add_parser(corpus_sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = corpus_sub.add_parser(
-        "evaluate", help="score a policy: .text bytes per module against -Oz",
+        "evaluate", help="score a policy: .text bytes per module against -Oz (or a register-allocation score)",
         description="Recompile every module of CORPUS with its own command under --policy and under its "
                     "-Oz heuristic (the same command without the plugin); report .text bytes per module and "
-                    "in total. Exit 0 when every module compiled, 1 when some failed (each shown with its "
-                    "command), 2 on a usage error.")
+                    "in total. With --problem regalloc-eviction: each module optimized to IR by its own "
+                    "command, then llc-19 with the default eviction advisor and with --policy deciding; report "
+                    "the register-allocation score (lower is better), spills and reloads. Exit 0 when every "
+                    "module compiled, 1 when some failed (each shown with its command), 2 on a usage error.")
     p.add_argument("corpus", help="a corpus folder (corpus_description.json, NAME.bc, NAME.cmd)")
     p.add_argument("--policy", required=True, metavar="{oz,MODEL.onnx,python:MODULE:FN,callees:FILE}",
-                   help="oz: the -Oz heuristic; MODEL.onnx: the model in-process (LLVM plugin); "
+                   help="oz (or default): the baseline, the -Oz heuristic or the default eviction advisor; "
+                        "MODEL.onnx: the model in-process (LLVM plugin); "
                         "python:MODULE:FN: FN(observation) answered in this process over pipes; "
                         "callees:FILE: -Oz's heuristic but every call of a listed callee answered as listed "
                         "(NAME<TAB>0|1 lines, * for every other callee)")
@@ -47,8 +53,11 @@ def add_parser(corpus_sub: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--plugin", default=None,
                    help="libMLBridgeLLVM.so (default: $MLBRIDGE_LLVM_PLUGIN, else build/libMLBridgeLLVM.so)")
     p.add_argument("--clang", default=None, help="clang to run (default: clang-19)")
+    p.add_argument("--llc", default=None,
+                   help="regalloc-eviction: llc to run (default: $MLBRIDGE_LLVM_TOOLS_DIR/llc, else llc-19)")
     p.add_argument("--cache-dir", default=None,
-                   help="where -Oz sizes are cached (default: $XDG_CACHE_HOME/mlbridge/oz-text)")
+                   help="where -Oz sizes are cached (default: $XDG_CACHE_HOME/mlbridge/oz-text; "
+                        "regalloc-eviction's default-advisor scores: .../regalloc-eviction-baseline)")
     p.add_argument("--no-cache", action="store_true", help="compile the -Oz baseline again")
     p.add_argument("--json", action="store_true", help="print the results as JSON on stdout (no table)")
     p.add_argument("--csv", metavar="FILE", default=None, help="write one row per module")
@@ -73,7 +82,8 @@ def add_parser(corpus_sub: argparse._SubParsersAction) -> argparse.ArgumentParse
 def run(args: argparse.Namespace) -> int:
     from ..corpus import layout
     from ..corpus.compile import CompileOptions, CompileSetupError, Policy, Toolchain
-    from ..corpus.evaluate import BaselineCache, default_cache_dir, evaluate
+    from ..corpus.evaluate import BaselineCache, check_ir_problem, default_cache_dir, evaluate
+    from ..problems import ProblemError
     from ..corpus.programs import load_programs
     from ..corpus.settings import Setting, find_lld
     from ..corpus.evaluation_files import plot_deltas, write_csv
@@ -81,6 +91,7 @@ def run(args: argparse.Namespace) -> int:
     from .progress import Progress
 
     problem = problem_flag.checked(args, "corpus evaluate", args.setting)
+    on_ir = problem.compiles_to == "ir"   # regalloc-eviction: scored on IR, in its own unit
     if args.jobs is not None and args.jobs < 1:
         raise UsageError("-j must be at least 1")
     if args.timeout <= 0:
@@ -107,15 +118,28 @@ def run(args: argparse.Namespace) -> int:
         policy = Policy.parse(args.policy)
         if args.linker_policy is not None:
             policy = policy.with_linker(Policy.parse(args.linker_policy, "linker_policy"))
+        if on_ir:
+            if args.plot is not None:
+                raise UsageError(f"--plot: plots the .text change against -Oz; the {problem.name} problem is "
+                                 f"reported in {problem.unit} (use --json or --csv)")
+            try:
+                check_ir_problem(problem, policy, where=args.where is not None, log_dir=args.log,
+                                 thinlto=corpus.has_thinlto)
+            except ProblemError as exc:
+                raise usage_error(exc) from None
+        elif args.llc is not None:
+            raise UsageError(f"--llc: the {problem.name} problem does not run llc")
+        uses_plugin = policy.uses_plugin or policy.in_linker.uses_plugin
         toolchain = Toolchain.find(args.clang, args.plugin,
-                                   need_plugin=policy.uses_plugin or policy.in_linker.uses_plugin or bool(args.log))
+                                   need_plugin=(problem.in_plugin and uses_plugin) or bool(args.log),
+                                   llc=args.llc, need_llc=on_ir)
         units = len(corpus.modules)
         if setting.whole_program:
             find_lld(toolchain.clang)
             units = len(load_programs(corpus))
     except (layout.CorpusError, CompileSetupError) as exc:
         raise usage_error(exc) from None
-    cache = None if args.no_cache else BaselineCache(args.cache_dir or default_cache_dir())
+    cache = None if args.no_cache else BaselineCache(args.cache_dir or default_cache_dir(problem))
 
     with Progress(units, "evaluate", quiet=args.quiet, unit="program" if setting.whole_program else "module") as bar:
         def done(score: Any) -> None:
@@ -132,12 +156,14 @@ def run(args: argparse.Namespace) -> int:
     if args.where is not None:
         data["where"] = where_summary(ev.scores, args.where)
     if args.csv:
-        write_csv(args.csv, data)
+        (write_ir_csv if on_ir else write_csv)(args.csv, data)
     if args.plot:
         plot_deltas(args.plot, data)
     if args.json:
         json.dump(data, sys.stdout, indent=1)
         sys.stdout.write("\n")
+    elif on_ir:
+        print_ir_table(data, rows=args.rows)
     else:
         print_table(data, rows=args.rows)
         if "where" in data:
@@ -206,6 +232,67 @@ def print_table(data: Dict[str, Any], rows: int = 30, stream: Any = None) -> Non
                 table.add_row(*r)
             Console(file=stream).print(table)
             return
+    widths = [max(len(r[i]) for r in [header, total] + body) for i in range(len(header))]
+    line = lambda r: "  ".join(c.ljust(widths[0]) if i == 0 else c.rjust(widths[i]) for i, c in enumerate(r))  # noqa: E731
+    print(title, file=stream)
+    print(line(header), file=stream)
+    for r in body:
+        print(line(r), file=stream)
+    print(line(total), file=stream)
+
+
+#: --csv's columns for a problem measured on IR
+IR_CSV_FIELDS = ["module", "ok", "baseline_score", "policy_score", "delta", "delta_pct", "reward", "decisions",
+                 "baseline_spills", "policy_spills", "baseline_reloads", "policy_reloads",
+                 "baseline_spill_reload_cost", "policy_spill_reload_cost", "baseline_seconds", "policy_seconds",
+                 "baseline_cached", "error", "command"]
+
+
+def write_ir_csv(path: str, data: Dict[str, Any]) -> None:
+    """One row per module of a problem measured on IR (its errors and commands joined)."""
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        w = csv.DictWriter(f, fieldnames=IR_CSV_FIELDS, extrasaction="ignore")
+        w.writeheader()
+        for m in data["modules"]:
+            errs = m.get("errors") or []
+            w.writerow(dict(m, error="; ".join(f"{e['run']}: {e['error']}" for e in errs),
+                            command=" ;; ".join(e["command"] for e in errs)))
+
+
+def _score(v: Optional[float]) -> str:
+    return "-" if v is None else f"{v:,.1f}"
+
+
+def _pair(a: Optional[float], b: Optional[float]) -> str:
+    return "-" if a is None or b is None else f"{a:,.0f} -> {b:,.0f}"
+
+
+def print_ir_table(data: Dict[str, Any], rows: int = 30, stream: Any = None) -> None:
+    """A problem measured on IR (regalloc-eviction): per module and in total, the
+    baseline's and the policy's score, the change, the policy's decisions, and
+    spills and reloads (baseline -> policy)."""
+    stream = stream or sys.stdout
+    mods = data["modules"]
+    shown = mods
+    if rows and len(mods) > rows:
+        shown = sorted(mods, key=lambda m: -abs(m["delta_pct"] or 0) if m["ok"] else float("-inf"))[:rows]
+    header = ["module", "default score", "policy score", "delta", "delta %", "decisions", "spills", "reloads"]
+
+    def row(name: str, m: Dict[str, Any]) -> List[str]:
+        if not m["ok"]:
+            return [name, _score(m["baseline_score"]), _score(m["policy_score"]), "FAILED", "", "", "", ""]
+        return [name, _score(m["baseline_score"]), _score(m["policy_score"]), f"{m['delta']:+,.1f}",
+                f"{m['delta_pct']:+.2f}%" if m["delta_pct"] is not None else "-", f"{m['decisions'] or 0:,}",
+                _pair(m["baseline_spills"], m["policy_spills"]), _pair(m["baseline_reloads"], m["policy_reloads"])]
+
+    body = [row(m["module"], m) for m in shown]
+    t = data["total"]
+    total = row(f"total ({t['ok']} modules)", dict(t, ok=True))
+    title = (f"policy {data['policy']} vs {data['baseline']} on {data['corpus']} ({data['problem']}: "
+             f"{data['unit']}, lower is better): {t['better']} better, {t['worse']} worse, {t['failed']} failed; "
+             f"{data['wall_seconds']:.1f} s with -j{data['jobs']}")
+    if len(shown) < len(mods):
+        title += f" (the {len(shown)} largest changes of {len(mods)} modules shown)"
     widths = [max(len(r[i]) for r in [header, total] + body) for i in range(len(header))]
     line = lambda r: "  ".join(c.ljust(widths[0]) if i == 0 else c.rjust(widths[i]) for i, c in enumerate(r))  # noqa: E731
     print(title, file=stream)

@@ -114,7 +114,7 @@ class Policy:
     def parse(spec: str, argument: str = "policy") -> "Policy":
         """``oz``, ``PATH.onnx``, ``python:MODULE:FN`` or ``callees:FILE``;
         a PolicyError about ``argument`` otherwise."""
-        if spec == "oz":
+        if spec in ("oz", "default"):   # the baseline: -Oz's heuristic, the default advisor
             return Policy("oz", spec)
         if spec.startswith("callees:"):
             path = spec[len("callees:"):]
@@ -144,24 +144,57 @@ class Toolchain:
     plugin: Optional[str]
     #: clang's --version first line: part of the baseline cache key
     version: str
+    #: llc, for problems measured on IR (regalloc-eviction), and its --version (the LLVM line)
+    llc: Optional[str] = None
+    llc_version: str = ""
 
     @staticmethod
     def find(clang: Optional[str] = None, plugin: Optional[str] = None, *, need_plugin: bool = False,
-             timeout: float = 30.0) -> "Toolchain":
+             timeout: float = 30.0, llc: Optional[str] = None, need_llc: bool = False) -> "Toolchain":
         """clang: the argument, else $MLBRIDGE_LLVM_TOOLS_DIR/clang, else clang-19 on PATH.
         plugin: the argument, else $MLBRIDGE_LLVM_PLUGIN, else build/libMLBridgeLLVM.so of
-        this source tree or the current folder."""
+        this source tree or the current folder. llc (need_llc or given): as clang."""
         path = find_clang(clang)
-        try:
-            proc = subprocess.run([path, "--version"], stdin=subprocess.DEVNULL, capture_output=True,
-                                  timeout=timeout)
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            raise CompileSetupError(f"cannot run {path} --version: {exc}") from None
-        if proc.returncode != 0:
-            raise CompileSetupError(f"{path} --version failed (exit {proc.returncode})")
-        version = proc.stdout.decode(errors="replace").splitlines()[0] if proc.stdout else path
+        version = _version_line(path, timeout, first=True)
         found_plugin = find_plugin(plugin) if need_plugin else plugin
-        return Toolchain(path, found_plugin, version)
+        tc = Toolchain(path, found_plugin, version)
+        return tc.with_llc(llc, timeout) if need_llc or llc else tc
+
+    def with_llc(self, llc: Optional[str] = None, timeout: float = 30.0) -> "Toolchain":
+        """This toolchain with llc found (the argument, else $MLBRIDGE_LLVM_TOOLS_DIR/llc,
+        else llc-19 on PATH) and its version read."""
+        path = find_llc(llc)
+        return dataclasses.replace(self, llc=path, llc_version=_version_line(path, timeout))
+
+
+def _version_line(path: str, timeout: float, first: bool = False) -> str:
+    """The tool's --version: its first line (clang), or its "LLVM version" line (llc)."""
+    try:
+        proc = subprocess.run([path, "--version"], stdin=subprocess.DEVNULL, capture_output=True,
+                              timeout=timeout)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise CompileSetupError(f"cannot run {path} --version: {exc}") from None
+    if proc.returncode != 0:
+        raise CompileSetupError(f"{path} --version failed (exit {proc.returncode})")
+    lines = [ln.strip() for ln in proc.stdout.decode(errors="replace").splitlines() if ln.strip()]
+    if not first:
+        lines = [ln for ln in lines if ln.startswith("LLVM version")] + lines
+    return lines[0] if lines else path
+
+
+def find_llc(llc: Optional[str] = None) -> str:
+    if llc:
+        found = shutil.which(llc)
+        if not found:
+            raise SetupArgumentError("llc", f"{{arg}}: {llc!r} not found")
+        return os.path.abspath(found)
+    tools = os.environ.get("MLBRIDGE_LLVM_TOOLS_DIR")
+    if tools and os.access(os.path.join(tools, "llc"), os.X_OK):
+        return os.path.join(tools, "llc")
+    found = shutil.which("llc-19")
+    if not found:
+        raise SetupArgumentError("llc", "llc-19 not found on PATH (give {arg} or set MLBRIDGE_LLVM_TOOLS_DIR)")
+    return found
 
 
 def find_clang(clang: Optional[str] = None) -> str:
@@ -169,7 +202,7 @@ def find_clang(clang: Optional[str] = None) -> str:
         found = shutil.which(clang)
         if not found:
             raise CompileSetupError(f"clang {clang!r} not found")
-        return found
+        return os.path.abspath(found)   # compiles run in scratch folders
     tools = os.environ.get("MLBRIDGE_LLVM_TOOLS_DIR")
     if tools and os.access(os.path.join(tools, "clang"), os.X_OK):
         return os.path.join(tools, "clang")
@@ -258,6 +291,11 @@ class CompiledModule:
     stderr: str = ""
     #: the object file, when CompileOptions.keep_objects kept it
     object_path: Optional[str] = None
+    #: problems measured on IR (Problem.measure_ir): the number minimized and the
+    #: problem's own figures; ``run`` names the step that failed in reports
+    value: Optional[float] = None
+    details: Dict[str, Any] = field(default_factory=dict)
+    run: Optional[str] = None
 
     def as_dict(self) -> Dict[str, Any]:
         return {k: getattr(self, k) for k in ("module", "ok", "text_bytes", "seconds", "command", "error",

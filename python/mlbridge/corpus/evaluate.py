@@ -2,23 +2,35 @@
 problem's questions and under its own -Oz pipeline (the baseline: the same
 command, no policy option), in parallel; ``.text`` bytes per module and in total.
 
+A problem measured on IR (``Problem.compiles_to == "ir"``: regalloc-eviction) is
+scored per module instead from the module's optimized bitcode (its recorded
+command with ``-emit-llvm-bc``, compiled once), measured twice by the problem
+(``measure_ir``): with the baseline deciding and with the policy deciding; its
+report is in the problem's unit (``Evaluation.as_dict``).
+
 Baseline sizes are cached (``BaselineCache``) by what determines them: the
-module's bitcode, its recompile command and the clang version; so scoring a
-second policy on the same corpus compiles each module once.
+module's bitcode, its recompile command and the clang version (for IR problems
+also llc, its version and options, and the scorer's code); so scoring a second
+policy on the same corpus compiles each module once.
 """
 from __future__ import annotations
 
 import concurrent.futures as cf
 import dataclasses
 import hashlib
+import json
 import os
+import shlex
+import shutil
+import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Union
 
-from ..problems import DEFAULT, Problem, resolve
-from .compile import CompileOptions, CompiledModule, Policy, Toolchain, cc1_args, compile_module
+from ..problems import DEFAULT, Problem, ProblemError, resolve
+from .compile import (CompileOptions, CompiledModule, Policy, Toolchain, cc1_args, command_for, compile_module,
+                      _last_lines)
 from .elf import ElfError
 from .layout import Corpus, CorpusError, Module
 from .programs import Program, load_programs
@@ -30,9 +42,13 @@ OZ = Policy("oz", "oz")
 _CACHE_FORMAT = "1"   # bump when what a cached size means changes
 
 
-def default_cache_dir() -> str:
+def default_cache_dir(problem: Union[str, Problem, None] = None) -> str:
+    """Where baselines are cached: ``oz-text`` (.text sizes), or for a problem
+    measured on IR ``PROBLEM-baseline`` (e.g. regalloc-eviction-baseline)."""
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "mlbridge", "oz-text")
+    p = resolve(problem) if problem is not None else None
+    return os.path.join(base, "mlbridge", f"{p.name}-baseline" if p is not None and p.compiles_to == "ir"
+                        else "oz-text")
 
 
 class BaselineCache:
@@ -72,15 +88,49 @@ class BaselineCache:
         return value if value >= 0 else None
 
     def put(self, key: str, text_bytes: int) -> None:
+        self._write(key, f"{text_bytes}\n")
+
+    def _write(self, key: str, text: str) -> None:
         path = self._path(key)
         try:
             os.makedirs(os.path.dirname(path), exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-")
             with os.fdopen(fd, "w") as f:
-                f.write(f"{text_bytes}\n")
+                f.write(text)
             os.replace(tmp, path)
         except OSError:
             pass   # a cache that cannot be written only costs time
+
+    @staticmethod
+    def ir_key(module: Module, toolchain: Toolchain, ir_args: List[str], problem: Problem,
+               codegen: List[str]) -> str:
+        """The key of a problem measured on IR: the module's bitcode, the clang
+        command that optimizes it (IR_ARGS) and clang, llc and its version, its
+        options (CODEGEN), the problem and its scorer (``fingerprint``)."""
+        h = hashlib.sha256()
+        for part in (_CACHE_FORMAT, "ir", problem.name, getattr(problem, "fingerprint", lambda: "")(),
+                     toolchain.version, os.path.realpath(toolchain.clang), toolchain.llc_version,
+                     os.path.realpath(toolchain.llc or ""), "\0".join(ir_args), "\0".join(codegen)):
+            h.update(part.encode() + b"\0")
+        with open(module.bc, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                h.update(chunk)
+        return h.hexdigest()
+
+    def get_measured(self, key: str) -> Optional[Dict[str, Any]]:
+        """A baseline of a problem measured on IR: {value, details, seconds}, or None."""
+        try:
+            with open(self._path(key), "rb") as f:
+                d = json.loads(f.read(1 << 16).decode("utf-8"))
+            float(d["value"])
+            if not isinstance(d.get("details"), dict):
+                return None
+            return d
+        except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError):
+            return None   # missing or damaged: a miss, rewritten
+
+    def put_measured(self, key: str, value: float, details: Dict[str, Any]) -> None:
+        self._write(key, json.dumps({"value": value, "details": details}) + "\n")
 
 
 @dataclass
@@ -91,15 +141,19 @@ class ModuleScore:
     baseline_cached: bool = False
     #: per-function changes (where.py), when evaluate(where=True)
     functions: Optional[List["FunctionChange"]] = None
+    #: set for a problem measured on IR (its values are CompiledModule.value)
+    problem: Optional[Problem] = None
 
     @property
     def ok(self) -> bool:
         return self.baseline.ok and self.policy.ok
 
     @property
-    def delta(self) -> Optional[int]:
+    def delta(self) -> Optional[Union[int, float]]:
         if not self.ok:
             return None
+        if self.problem is not None:
+            return float(self.policy.value) - float(self.baseline.value)  # type: ignore[arg-type]
         return int(self.policy.text_bytes) - int(self.baseline.text_bytes)  # type: ignore[arg-type]
 
     @property
@@ -111,6 +165,8 @@ class ModuleScore:
         return seen
 
     def as_dict(self) -> Dict[str, Any]:
+        if self.problem is not None:
+            return self._ir_dict(self.problem)
         d: Dict[str, Any] = {
             "module": self.module, "ok": self.ok,
             "oz_text": self.baseline.text_bytes, "policy_text": self.policy.text_bytes,
@@ -121,6 +177,25 @@ class ModuleScore:
         }
         if not self.ok:
             d["errors"] = [{"run": "oz" if r is self.baseline else "policy", "error": r.error,
+                            "command": r.command, "timed_out": r.timed_out} for r in self.failures]
+        return d
+
+    def _ir_dict(self, problem: Problem) -> Dict[str, Any]:
+        b, p = self.baseline, self.policy
+        d: Dict[str, Any] = {
+            "module": self.module, "ok": self.ok,
+            "baseline_score": _round(b.value), "policy_score": _round(p.value),
+            "delta": _round(self.delta), "delta_pct": _pct(self.delta, b.value),
+            "reward": _round(problem.reward(float(b.value), float(p.value))) if self.ok else None,  # type: ignore
+            "decisions": p.decisions,
+        }
+        for key in ("spills", "reloads", "spill_reload_cost"):
+            for side, r in (("baseline", b), ("policy", p)):
+                d[f"{side}_{key}"] = _round(r.details.get(key)) if r.ok else None
+        d.update(baseline_seconds=None if self.baseline_cached else round(b.seconds, 4),
+                 policy_seconds=round(p.seconds, 4), baseline_cached=self.baseline_cached)
+        if not self.ok:
+            d["errors"] = [{"run": r.run or ("baseline" if r is b else "policy"), "error": r.error,
                             "command": r.command, "timed_out": r.timed_out} for r in self.failures]
         return d
 
@@ -137,12 +212,18 @@ class Evaluation:
     setting: str = "objects"
     #: training logs whose reward was set (evaluate's log_dir)
     logged: int = 0
+    #: set for a problem measured on IR: the report is in its unit, not .text bytes
+    problem: Optional[Problem] = None
+    #: llc's version (problems measured on IR)
+    llc: str = ""
 
     @property
     def failed(self) -> List[ModuleScore]:
         return [s for s in self.scores if not s.ok]
 
     def totals(self) -> Dict[str, Any]:
+        if self.problem is not None:
+            return self._ir_totals(self.problem)
         ok = [s for s in self.scores if s.ok]
         oz = sum(int(s.baseline.text_bytes) for s in ok)  # type: ignore[arg-type]
         pol = sum(int(s.policy.text_bytes) for s in ok)  # type: ignore[arg-type]
@@ -152,16 +233,40 @@ class Evaluation:
                 "larger": sum(1 for s in ok if (s.delta or 0) > 0),
                 "decisions": sum(s.policy.decisions or 0 for s in ok)}
 
+    def _ir_totals(self, problem: Problem) -> Dict[str, Any]:
+        ok = [s for s in self.scores if s.ok]
+        base = sum(float(s.baseline.value) for s in ok)  # type: ignore[arg-type]
+        pol = sum(float(s.policy.value) for s in ok)  # type: ignore[arg-type]
+        t: Dict[str, Any] = {
+            "modules": len(self.scores), "ok": len(ok), "failed": len(self.scores) - len(ok),
+            "baseline_score": _round(base), "policy_score": _round(pol), "delta": _round(pol - base),
+            "delta_pct": _pct(pol - base, base), "reward": _round(problem.reward(base, pol)) if ok else None,
+            "better": sum(1 for s in ok if (s.delta or 0) < 0), "worse": sum(1 for s in ok if (s.delta or 0) > 0),
+            "decisions": sum(s.policy.decisions or 0 for s in ok)}
+        for key in ("spills", "reloads", "spill_reload_cost"):
+            for side in ("baseline", "policy"):
+                t[f"{side}_{key}"] = _round(sum(getattr(s, side).details.get(key, 0) for s in ok))
+        return t
+
     def as_dict(self) -> Dict[str, Any]:
-        return {"corpus": self.corpus, "policy": self.policy, "clang": self.clang, "jobs": self.jobs,
-                "setting": self.setting, "wall_seconds": round(self.wall_seconds, 3), "total": self.totals(),
-                "modules": [s.as_dict() for s in self.scores]}
+        d = {"corpus": self.corpus, "policy": self.policy, "clang": self.clang, "jobs": self.jobs,
+             "setting": self.setting, "wall_seconds": round(self.wall_seconds, 3), "total": self.totals(),
+             "modules": [s.as_dict() for s in self.scores]}
+        if self.problem is not None:   # the inliner's report is as it was
+            d.update(problem=self.problem.name, unit=self.problem.unit, baseline=self.problem.baseline,
+                     llc=self.llc)
+        return d
 
 
-def _pct(delta: Optional[int], base: Optional[int]) -> Optional[float]:
+def _pct(delta: Optional[Union[int, float]], base: Optional[Union[int, float]]) -> Optional[float]:
     if delta is None or not base:
         return None
     return round(100.0 * delta / base, 3)
+
+
+def _round(v: Optional[Union[int, float]]) -> Optional[Union[int, float]]:
+    """A score as reported: integers as they are, floats to 6 decimals."""
+    return round(v, 6) if isinstance(v, float) else v
 
 
 def evaluate(corpus: Corpus, policy: Policy, toolchain: Toolchain, *, jobs: Optional[int] = None,
@@ -186,6 +291,8 @@ def evaluate(corpus: Corpus, policy: Policy, toolchain: Toolchain, *, jobs: Opti
     problem.check("corpus evaluate", setting.name if setting is not None else "objects")
     jobs = max(1, jobs or os.cpu_count() or 1)
     options = options or CompileOptions(thinlto=corpus.has_thinlto)
+    if problem.compiles_to == "ir":
+        return _evaluate_ir(corpus, policy, toolchain, problem, jobs, options, cache, on_done, where, log_dir)
     if setting is not None and setting.whole_program:
         return _evaluate_programs(corpus, policy, toolchain, setting, jobs, options, cache, on_done, where, log_dir)
     if log_dir is not None:
@@ -365,3 +472,143 @@ def _evaluate_programs(corpus: Corpus, policy: Policy, toolchain: Toolchain, set
             raise
     result.wall_seconds = time.monotonic() - start
     return result
+
+
+# -- problems measured on IR (regalloc-eviction) ----------------------------------------------
+
+def check_ir_problem(problem: Problem, policy: Policy, *, where: bool = False, log_dir: Optional[str] = None,
+                     thinlto: bool = False) -> None:
+    """A ProblemError, before any compile, for what a problem measured on IR
+    cannot do: a kind of policy it cannot run, --where (a comparison of .text by
+    function), training logs (the inliner's), a ThinLTO corpus."""
+    if policy.kind != "oz":
+        problem.policy_options(policy)   # ProblemError for a kind of policy it cannot run
+    if where:
+        raise ProblemError("where", f"{{arg}}: compares two objects' functions by .text bytes; the {problem.name} "
+                           f"problem is scored in {problem.unit} per module (see --json for each module's figures)")
+    if log_dir is not None:
+        raise ProblemError("log", f"{{arg}}: training logs are written for the inlining-size problem only, "
+                           f"not {problem.name}")
+    if thinlto:
+        raise ProblemError("problem", f"{{arg}} {problem.name}: a ThinLTO corpus (post-import backends) is not "
+                           "scored for it: extract the pre-link compiles")
+
+
+def _evaluate_ir(corpus: Corpus, policy: Policy, toolchain: Toolchain, problem: Problem, jobs: int,
+                 options: CompileOptions, cache: Optional[BaselineCache],
+                 on_done: Optional[Callable[[ModuleScore], None]], where: bool,
+                 log_dir: Optional[str]) -> Evaluation:
+    check_ir_problem(problem, policy, where=where, log_dir=log_dir, thinlto=options.thinlto or corpus.has_thinlto)
+    if toolchain.llc is None:
+        toolchain = toolchain.with_llc()
+    result = Evaluation(corpus.root, policy.spec, toolchain.version, jobs, problem=problem,
+                        llc=toolchain.llc_version)
+    start = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="mlbridge-eval-") as work, \
+            cf.ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="mlbridge-eval") as pool:
+        futures = [pool.submit(_score_ir, m, policy, work, toolchain, options, cache, problem)
+                   for m in sorted(corpus.modules, key=_bc_size, reverse=True)]
+        try:
+            for fut in cf.as_completed(futures):
+                score = fut.result()
+                if on_done is not None:
+                    on_done(score)
+        except BaseException:
+            for f in futures:
+                f.cancel()
+            raise
+        by_name = {f.result().module: f.result() for f in futures}
+    result.scores = [by_name[m.name] for m in corpus.modules]
+    result.wall_seconds = time.monotonic() - start
+    return result
+
+
+def _score_ir(module: Module, policy: Policy, work: str, toolchain: Toolchain, options: CompileOptions,
+              cache: Optional[BaselineCache], problem: Problem) -> ModuleScore:
+    """One module: its optimized bitcode (the recorded command, -emit-llvm-bc),
+    then the problem's baseline measure (cached) and the policy's."""
+    def failed(error: str, command: str, run: str, timed_out: bool = False) -> ModuleScore:
+        r = CompiledModule(module.name, ok=False, error=error, command=command, run=run, timed_out=timed_out)
+        return ModuleScore(module.name, r, r, problem=problem)
+
+    # NAME.opt.bc in a folder of its own: the commands shown run as they are in any folder
+    folder = os.path.join(work, hashlib.sha1(module.name.encode()).hexdigest()[:16])
+    short = f"{os.path.basename(module.name)[:60]}.opt.bc"
+    ir = os.path.join(folder, short)
+    ir_opts = dataclasses.replace(options, bitcode=True, extra_args=None, extra_env=None, keep_objects=False)
+    try:
+        cmd = command_for(module, Policy("oz", "oz"), short, toolchain, ir_opts, problem)
+        recorded = cc1_args(module.command(), emit=())
+        codegen = problem.codegen_args(recorded)   # type: ignore[attr-defined]
+    except (CorpusError, OSError) as exc:
+        return failed(f"cannot read the module's command: {exc}", f"(command of {module.name})", "clang")
+    tools = {"llc": str(toolchain.llc)}
+    llc_line = lambda with_policy: problem.codegen_command(short, codegen, llc=str(toolchain.llc),  # type: ignore
+                                                           policy=with_policy)
+    ir_line = shlex.join(cmd)
+    cache_key: Optional[str] = None
+    cached: Optional[Dict[str, Any]] = None
+    if cache is not None:
+        try:
+            cache_key = BaselineCache.ir_key(module, toolchain, recorded + ["-emit-llvm-bc"], problem, codegen)
+            cached = cache.get_measured(cache_key)
+        except OSError:
+            cache_key = None
+    if cached is not None and policy.kind == "oz":
+        base = CompiledModule(module.name, ok=True, value=float(cached["value"]), details=cached["details"],
+                              decisions=0, command="(cached)")
+        return ModuleScore(module.name, base, base, baseline_cached=True, problem=problem)
+
+    start = time.monotonic()
+    try:
+        os.makedirs(folder, exist_ok=True)
+        p = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, timeout=options.timeout,
+                           env=options.environ, cwd=folder)
+    except subprocess.TimeoutExpired:
+        return failed(f"clang timed out after {options.timeout:g} s (optimizing the module to IR)", ir_line,
+                      "clang", timed_out=True)
+    except OSError as exc:
+        return failed(f"cannot run {cmd[0]}: {exc}", ir_line, "clang")
+    ir_seconds = time.monotonic() - start
+    if p.returncode != 0:
+        how = f"was killed by signal {-p.returncode}" if p.returncode < 0 else f"exited with {p.returncode}"
+        err = p.stderr.decode(errors="replace").strip()
+        return failed(f"clang {how} (optimizing the module to IR)" + (f": {_last_lines(err)}" if err else ""),
+                      ir_line, "clang")
+    try:
+        def measure(fn: Any, run: str) -> CompiledModule:
+            line = f"{ir_line} && {llc_line(fn is not None)}"
+            try:
+                m = problem.measure_ir(ir, recorded, fn, tools=tools, timeout=options.timeout)
+            except Exception as exc:   # llc failed or died, the policy raised or answered wrong
+                what = _measure_error(exc).replace(ir, short)
+                return CompiledModule(module.name, ok=False, error=what, command=line, run=run,
+                                      timed_out="did not finish" in what, seconds=time.monotonic() - start)
+            return CompiledModule(module.name, ok=True, value=m.value, details=dict(m.details),
+                                  decisions=m.decisions, seconds=ir_seconds + m.seconds, command=line)
+
+        if cached is not None:
+            base = CompiledModule(module.name, ok=True, value=float(cached["value"]), details=cached["details"],
+                                  decisions=0, command="(cached)")
+        else:
+            base = measure(None, "baseline")
+            if base.ok and cache is not None and cache_key is not None:
+                cache.put_measured(cache_key, float(base.value), base.details)  # type: ignore[arg-type]
+        pol = base if policy.kind == "oz" else measure(policy.fn, "policy")
+        return ModuleScore(module.name, base, pol, baseline_cached=cached is not None, problem=problem)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _measure_error(exc: Exception) -> str:
+    """One line for what stopped a measure: the compiler's failure as it words
+    it (CompilerFailed, one line), a policy's unusable answer, or what a policy raised."""
+    from ..core.errors import MLBridgeError
+    from ..llvm.interactive import CompilerFailed
+    if isinstance(exc, CompilerFailed) or type(exc).__name__ == "RegallocScoreError":
+        return str(exc)
+    if type(exc).__name__ == "IllegalAnswer":
+        return f"the Python policy's answer cannot be used: {exc}"
+    if isinstance(exc, MLBridgeError):
+        return str(exc)
+    return f"the Python policy failed: {type(exc).__name__}: {exc}"

@@ -11,7 +11,8 @@ one line (:class:`ProblemError`).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import ClassVar, FrozenSet, List, Optional, Protocol, Tuple
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Dict, FrozenSet, List, Optional, Protocol, Sequence, Tuple
 
 from ..core.errors import ArgumentError
 from ..core.spec import TensorSpec
@@ -46,6 +47,17 @@ class Compiled(Protocol):
     def object_path(self) -> Optional[str]: ...
 
 
+@dataclass(frozen=True)
+class Measured:
+    """What a problem measured on one module's IR (``Problem.measure_ir``): the
+    number minimized, the policy's decisions, the compiler's seconds and the
+    problem's own figures (e.g. spills and reloads)."""
+    value: float
+    decisions: int = 0
+    seconds: float = 0.0
+    details: Dict[str, Any] = field(default_factory=dict)
+
+
 class Problem(ABC):
     #: the registry's key, and --problem's value
     name: ClassVar[str]
@@ -65,6 +77,12 @@ class Problem(ABC):
     refusal: ClassVar[str] = ""
     #: whether a policy needs the mlbridge LLVM plugin loaded (else stock LLVM's own channel)
     in_plugin: ClassVar[bool]
+    #: what a corpus module is compiled to before it is measured: "object" (its recorded
+    #: command, with policy_options; measure()) or "ir" (its recorded command up to
+    #: optimized bitcode, the baseline's; then measure_ir() decides and measures)
+    compiles_to: ClassVar[str] = "object"
+    #: what measure() or measure_ir() counts, for reports
+    unit: ClassVar[str] = ".text bytes"
 
     @property
     def feature_names(self) -> List[str]:
@@ -84,6 +102,13 @@ class Problem(ABC):
     @abstractmethod
     def measure(self, compiled: Compiled) -> float:
         """The number this problem minimizes, for one compile's output."""
+
+    def measure_ir(self, ir_path: str, recorded: Sequence[str], policy: Any = None, *, tools: Dict[str, str],
+                   timeout: float) -> Measured:
+        """compiles_to "ir": IR_PATH (the module's optimized bitcode; RECORDED its cc1
+        arguments) compiled with POLICY (a Python callable; None: the baseline)
+        deciding, and measured. TOOLS names the executables (e.g. ``llc``)."""
+        raise NotImplementedError(f"{self.name} is measured from objects")
 
     def reward(self, baseline: float, value: float) -> float:
         """Relative improvement on the baseline (positive: the policy did better)."""

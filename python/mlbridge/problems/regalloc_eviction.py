@@ -2,14 +2,26 @@
 range to evict, stock LLVM 19's advisor asks over its interactive channel (no
 plugin: ``-regalloc-enable-advisor=release`` alone cannot create the advisor in
 Debian's LLVM), and a register-allocation score is measured against the
-default advisor (ml-compiler-opt's rl/regalloc). Its corpus scoring and
-training come with issue 23's second part: no command serves it yet."""
+default advisor (ml-compiler-opt's rl/regalloc).
+
+On a corpus (``mlbridge corpus evaluate --problem regalloc-eviction``) a module is
+compiled by clang-19 with its recorded command up to optimized bitcode, then by
+``llc-19`` at the module's own -O level, relocation and code model to the end of
+register allocation, the policy answering over llc's interactive channel, and
+scored (``measure_ir``). Training and the speed check are issue 23's second part."""
 from __future__ import annotations
 
-from typing import Any, List, Optional, Tuple
+import hashlib
+import re
+import shlex
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+import numpy as np
+
+from ..core.errors import MLBridgeError
+from ..core.session import direct_call
 from ..core.spec import TensorSpec
-from .base import Compiled, Decider, Problem, ProblemError
+from .base import Compiled, Decider, Measured, Problem, ProblemError
 
 #: candidates per question: 32 live ranges that may be evicted, then the one being allocated
 CANDIDATES = 33
@@ -30,9 +42,11 @@ class RegallocEviction(Problem):
     baseline = "LLVM's default eviction advisor"
     measured = "the register-allocation score (copies, loads, stores, rematerialization by block frequency)"
     settings = ("objects",)
-    commands = frozenset()
-    refusal = "its corpus scoring and training come with issue 23 part 2"
+    commands = frozenset({"corpus evaluate"})
+    refusal = "only `mlbridge corpus evaluate` scores it; its training comes with issue 23 part 2"
     in_plugin = False
+    compiles_to = "ir"
+    unit = "register-allocation score"
 
     def policy_options(self, policy: Decider) -> List[str]:
         if policy.kind != "python":
@@ -46,8 +60,8 @@ class RegallocEviction(Problem):
 
     def measure(self, compiled: Compiled) -> float:
         # An object's bytes do not show the allocator's work: see score().
-        raise ProblemError("problem", f"{{arg}} {self.name}: measured by score() on the module's IR, not from "
-                           "an object (corpus scoring of eviction is issue 23 part 2)")
+        raise ProblemError("problem", f"{{arg}} {self.name}: measured by measure_ir() on the module's IR, not "
+                           "from an object")
 
     def score(self, ir_path: str, policy: Any = None, **kw: Any) -> float:
         """The register-allocation score of IR_PATH, with POLICY deciding every
@@ -59,3 +73,106 @@ class RegallocEviction(Problem):
             raise ProblemError("problem", f"{{arg}} {self.name}: its register-allocation score "
                                "(mlbridge.llvm.regalloc_score.score_module) is not available") from None
         return float(score_module(ir_path, policy=policy, **kw).total)
+
+    # -- on a corpus module (corpus evaluate) ----------------------------------------------
+
+    def codegen_args(self, recorded: Sequence[str]) -> List[str]:
+        """llc's options for a module compiled by RECORDED (its cc1 arguments), as
+        clang's own code generation would run: the -O level (cc1's -Os/-Oz are
+        codegen -O2; no -O is -O0), the relocation and code models and the
+        recorded -mllvm options. The target, CPU and features are in the IR."""
+        level, out, mllvm = "0", [], []
+        it = iter(recorded)
+        for a in it:
+            m = _OPT_LEVEL.match(a)
+            if m:
+                v = m.group(1)
+                level = {"": "1", "s": "2", "z": "2", "g": "1", "fast": "3"}.get(v) or str(min(int(v), 3))
+            elif a == "-mrelocation-model":
+                out = [o for o in out if not o.startswith("-relocation-model=")]
+                out.append(f"-relocation-model={next(it, 'pic')}")
+            elif a.startswith("-mcmodel="):
+                out = [o for o in out if not o.startswith("-code-model=")]
+                out.append("-code-model=" + a[len("-mcmodel="):])
+            elif a == "-mllvm":
+                v = next(it, None)
+                if v is not None:
+                    mllvm.append(v)
+        return [f"-O{level}"] + out + mllvm
+
+    def codegen_command(self, ir_path: str, args: Sequence[str], *, llc: str, policy: bool) -> str:
+        """The llc command measure_ir runs (a shell line; a policy's channel as {base})."""
+        from ..llvm.regalloc_score import SCORE_ARGS, score_command
+        if not policy:
+            return shlex.join(score_command(ir_path, "OUT.mir", llc=llc, extra_args=args))
+        return shlex.join([llc, "-regalloc=greedy", "-regalloc-enable-advisor=release",
+                           "-regalloc-evict-interactive-channel-base={base}", *SCORE_ARGS, *args, ir_path,
+                           "-o", "OUT.mir"])
+
+    def fingerprint(self) -> str:
+        """What changes the score of one IR, besides llc and its options: the
+        scorer's code (part of the baseline cache's key)."""
+        from ..llvm import regalloc_score
+        with open(regalloc_score.__file__, "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()
+
+    def measure_ir(self, ir_path: str, recorded: Sequence[str], policy: Any = None, *, tools: Dict[str, str],
+                   timeout: float) -> Measured:
+        """IR_PATH compiled by llc (``tools["llc"]``) with codegen_args(RECORDED),
+        POLICY deciding every eviction (None: the default advisor; every answer
+        checked: legal_answers), scored by regalloc_score.score_module. Raises
+        CompilerFailed (llc failed, died, timed out), IllegalAnswer, or what
+        the policy raised."""
+        from ..llvm.regalloc_score import score_module
+        s = score_module(ir_path, llc=tools["llc"], extra_args=self.codegen_args(recorded),
+                         policy=None if policy is None else legal_answers(policy), timeout=timeout)
+        return Measured(float(s.total), s.decisions, s.seconds,
+                        {"spills": s.spills, "reloads": s.reloads, "spill_reload_cost": s.spill_reload_cost,
+                         "functions": len(s.functions)})
+
+
+_OPT_LEVEL = re.compile(r"^-O(\d+|s|z|g|fast)?$")
+
+
+class IllegalAnswer(MLBridgeError):
+    """A policy answered what LLVM cannot use: not one index, or a candidate whose ``mask`` is 0."""
+
+
+def legal_answers(policy: Any) -> "LegalAnswers":
+    """POLICY with each of its answers checked (LegalAnswers)."""
+    return LegalAnswers(policy)
+
+
+class LegalAnswers:
+    """POLICY, with each answer checked before LLVM sees it: one integer index
+    of a candidate whose ``mask`` is 1 (LLVM 19 does not check it: a wrong
+    index evicts a live range that cannot be evicted). The Model hooks are
+    forwarded."""
+
+    def __init__(self, policy: Any) -> None:
+        self._ask = direct_call(policy)
+        for hook in ("on_session_start", "on_context", "on_session_end"):
+            f = getattr(policy, hook, None)
+            if f is not None:
+                setattr(self, hook, f)
+
+    def __call__(self, obs: Any) -> Any:
+        answer = self._ask(obs)
+        a = np.asarray(answer)
+        if a.size != 1 or not (np.issubdtype(a.dtype, np.integer) or
+                               (np.issubdtype(a.dtype, np.floating) and float(a.reshape(-1)[0]).is_integer())):
+            raise IllegalAnswer(f"the policy answered {_show(answer)}: index_to_evict is one integer, "
+                                f"a candidate index (0..{CANDIDATES - 1}) whose mask is 1")
+        i = int(a.reshape(-1)[0])
+        mask = np.asarray(obs["mask"]).reshape(-1)
+        if not 0 <= i < mask.size or not mask[i]:
+            legal = np.flatnonzero(mask).tolist()
+            raise IllegalAnswer(f"the policy answered index {i}, not a legal candidate (legal: {legal}): "
+                                "index_to_evict must be a candidate whose mask is 1")
+        return i
+
+
+def _show(answer: Any) -> str:
+    a = np.asarray(answer)
+    text = repr(answer) if a.size <= 4 else f"{a.size} values"
+    return f"{text} (shape {a.shape}, {a.dtype})"
