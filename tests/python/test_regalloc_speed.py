@@ -144,6 +144,7 @@ def test_wrong_reference_output_is_a_failure(prog, tmp_path):
     msg = str(info.value)
     assert "\n" not in msg and "mix (default build) printed" in msg and "reference output" in msg, msg
     assert not isinstance(info.value, sc.Miscompile) and info.value.build == "default"
+    assert not (tmp_path / "mix" / "b").exists()       # found before the policy's compile
 
 
 def test_workload_exiting_non_zero_is_a_failure(prog, tmp_path):

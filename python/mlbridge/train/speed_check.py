@@ -531,9 +531,10 @@ def check_program(bench: Benchmark, policy: Any, work: str, *, repeats: int = 5,
     _valgrind()
     exe_d, _, llc_d = build_program(bench, None, os.path.join(work, bench.name, "a"), cache=cache, clang=clang,
                                     llc=llc, llc_timeout=llc_timeout)
+    # the default build's workload first: a benchmark that fails on its own costs no policy compile
+    ins_d, data_d = count_instructions(bench, exe_d, "default", data_accesses=data_accesses)
     exe_p, decisions, llc_p = build_program(bench, policy, os.path.join(work, bench.name, "b"), cache=cache,
                                             clang=clang, llc=llc, llc_timeout=llc_timeout)
-    ins_d, data_d = count_instructions(bench, exe_d, "default", data_accesses=data_accesses)
     ins_p, data_p = count_instructions(bench, exe_p, "policy", data_accesses=data_accesses)
     res = ProgramResult(bench.name, ins_d, ins_p, data_d, data_p, True, decisions, llc_d, llc_p)
     if repeats > 0:
