@@ -236,6 +236,18 @@ def test_the_table_and_csv_are_in_score_units(cli, corpus, work):
     assert [r["module"] for r in got] == ["chacha20.o", "strhash.o"] and float(got[0]["policy_score"]) > 0
 
 
+@needs_llvm
+def test_a_module_without_functions_scores_zero_at_once(cli, work):
+    """llc never opens the channel for it: no wait for the timeout, no decision, a 0 score."""
+    (work / "data.c").write_text("const int table[4] = {1, 2, 3, 4};\n")
+    c = mini_corpus.make_corpus(str(work / "data-corpus"), [str(work / "data.c")], flags=("-O2",))
+    p = cli(c, "--policy", "python:evict_policies:first_legal", "--json", "--timeout", "60")
+    assert p.returncode == 0, p.stderr
+    (m,) = json.loads(p.stdout)["modules"]
+    assert m["ok"] and m["baseline_score"] == m["policy_score"] == 0 and m["decisions"] == 0
+    assert m["delta_pct"] is None and m["reward"] == 0 and m["policy_seconds"] < 30
+
+
 # -- refusals: one line, exit 2, nothing compiled or written --------------------------------------
 
 @needs_llvm

@@ -602,12 +602,11 @@ def _score_ir(module: Module, policy: Policy, work: str, toolchain: Toolchain, o
 
 def _measure_error(exc: Exception) -> str:
     """One line for what stopped a measure: the compiler's failure as it words
-    it (CompilerFailed, one line), a policy's unusable answer, or what a policy raised."""
+    it (CompilerFailed and the scorer's errors are one line), a policy's
+    unusable answer, or what a policy raised."""
     from ..core.errors import MLBridgeError
-    from ..llvm.interactive import CompilerFailed
-    if isinstance(exc, CompilerFailed) or type(exc).__name__ == "RegallocScoreError":
-        return str(exc)
-    if type(exc).__name__ == "IllegalAnswer":
+    from ..problems.regalloc_eviction import IllegalAnswer
+    if isinstance(exc, IllegalAnswer):
         return f"the Python policy's answer cannot be used: {exc}"
     if isinstance(exc, MLBridgeError):
         return str(exc)
