@@ -127,6 +127,38 @@ def test_default_and_trivial_policy_both_correct_and_deterministic(prog, tmp_pat
         assert (cycles is None) == (not sc.perf_cycles_available())
 
 
+def test_a_second_check_in_the_same_folder_reuses_the_default_build(prog, tmp_path):
+    first = sc.speed_check([prog], first_legal, work_dir=str(tmp_path), repeats=0).programs[0]
+    exe = tmp_path / "mix" / "a" / "prog"
+    stamp = exe.stat().st_mtime_ns
+    last = lambda obs: int(np.flatnonzero(obs["mask"].reshape(-1))[-1])
+    again = sc.speed_check([prog], last, work_dir=str(tmp_path), repeats=0).programs[0]
+    assert exe.stat().st_mtime_ns == stamp                        # not rebuilt
+    assert (again.instructions_default, again.data_accesses_default, again.llc_seconds_default) == \
+        (first.instructions_default, first.data_accesses_default, first.llc_seconds_default)
+    assert again.decisions > 0
+    # what the reuse must not hide: another reference, another workload, another llc
+    with pytest.raises(sc.BenchmarkFailed, match="reference output"):
+        sc.speed_check([with_(prog, expected=b"x\n")], last, work_dir=str(tmp_path), repeats=0)
+    with pytest.raises(sc.BenchmarkFailed, match="exited with status 4"):
+        sc.speed_check([with_(prog, args=("10", "4"))], last, work_dir=str(tmp_path), repeats=0)
+    fewer = sc.speed_check([with_(prog, args=("5",), expected=_reference(prog, "5"))], last,
+                           work_dir=str(tmp_path), repeats=0).programs[0]
+    assert fewer.instructions_default < first.instructions_default
+    wrapper = tmp_path / "llc-wrapper"
+    wrapper.write_text('#!/bin/sh\nexec llc-19 "$@"\n')
+    wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)
+    sc.speed_check([prog], last, work_dir=str(tmp_path), repeats=0, llc=str(wrapper))
+    assert exe.stat().st_mtime_ns != stamp                        # rebuilt with the other llc
+
+
+def _reference(bench, *args):
+    import subprocess
+    exe = Path(bench.sources[0]).with_suffix(".ref")
+    subprocess.run(["clang-19", "-O0", bench.sources[0], "-o", str(exe)], check=True)
+    return subprocess.run([str(exe), *args], stdin=open(bench.stdin, "rb"), capture_output=True, check=True).stdout
+
+
 def test_a_policy_build_is_the_default_one_when_the_policy_is_the_default(prog, tmp_path):
     # a policy answering what LLVM's default would is not available over the channel,
     # but the default build twice is the same program: same count

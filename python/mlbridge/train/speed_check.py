@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import math
 import os
 import re
@@ -380,19 +381,38 @@ def build_program(bench: Benchmark, policy: Any, out_dir: str, *, cache: Optiona
                   llc_timeout: float = 1800.0) -> Tuple[str, int, float]:
     """Builds BENCH into OUT_DIR/prog: every unit to bitcode, llc-19 with the
     default advisor (``policy=None``) or POLICY deciding every eviction, then
-    linked. Returns (executable, decisions, llc wall seconds)."""
+    linked. Returns (executable, decisions, llc wall seconds). A default build
+    already in OUT_DIR from the same bitcode, tools and flags is reused (its
+    llc seconds are the first build's)."""
     clang_p, llc_p = _tool("clang", clang), _tool("llc", llc)
     cache = cache or os.path.join(out_dir, "bc")
     os.makedirs(cache, exist_ok=True)
     os.makedirs(out_dir, exist_ok=True)
     label = "default" if policy is None else "policy"
     what = f"{bench.name} ({label} build)"
-    checked = None if policy is None else _Checked(policy)
-    objs, decisions, seconds = [], 0, 0.0
-    for i, src in enumerate(bench.sources):
+    bcs = []
+    for src in bench.sources:
         if not os.path.isfile(src):
             raise BuildFailed(f"{what}: no source {src}")
-        bc = _bitcode(src, bench.cflags, clang_p, cache, what)
+        bcs.append(_bitcode(src, bench.cflags, clang_p, cache, what))
+    exe = os.path.join(out_dir, "prog")
+    meta = os.path.join(out_dir, "build.json")
+    key = _digest(label, tuple(bcs), clang_p, llc_p, os.stat(llc_p).st_mtime_ns, bench.ldflags)
+    if policy is None:
+        try:
+            with open(meta) as f:
+                old = json.load(f)
+            if old["key"] == key and os.path.isfile(exe):
+                return exe, 0, float(old["llc_seconds"])
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+    try:
+        os.unlink(meta)
+    except OSError:
+        pass
+    checked = None if policy is None else _Checked(policy)
+    objs, decisions, seconds = [], 0, 0.0
+    for i, (src, bc) in enumerate(zip(bench.sources, bcs)):
         obj = os.path.join(out_dir, f"{i}.{os.path.basename(src)}.o")
         t0 = time.monotonic()
         if checked is None:
@@ -412,9 +432,46 @@ def build_program(bench: Benchmark, policy: Any, out_dir: str, *, cache: Optiona
             decisions += len(answers)
         seconds += time.monotonic() - t0
         objs.append(obj)
-    exe = os.path.join(out_dir, "prog")
     _run_tool([clang_p, *objs, *bench.ldflags, "-o", exe], f"{what}: link", 600.0)
+    with open(meta, "w") as f:
+        json.dump({"key": key, "llc_seconds": seconds, "decisions": decisions}, f)
     return exe, decisions, seconds
+
+
+def _file_digest(path: Optional[str]) -> str:
+    if path is None:
+        return ""
+    try:
+        with open(path, "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()
+    except OSError:
+        return "unreadable"
+
+
+def _counted(bench: Benchmark, exe: str, data_accesses: bool) -> Tuple[int, Optional[int]]:
+    """The default build's callgrind counts, reused when its build, the workload,
+    the reference and valgrind are the same as when they were counted."""
+    d = os.path.dirname(exe)
+    try:
+        with open(os.path.join(d, "build.json")) as f:
+            build_key = json.load(f)["key"]
+    except (OSError, ValueError, KeyError, TypeError):
+        build_key = None
+    key = _digest(build_key, bench.args, _file_digest(bench.stdin), bench.expected, data_accesses, _valgrind())
+    path = os.path.join(d, "counts.json")
+    if build_key is not None:
+        try:
+            with open(path) as f:
+                old = json.load(f)
+            if old["key"] == key:
+                return int(old["instructions"]), old["data_accesses"]
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+    ins, data = count_instructions(bench, exe, "default", data_accesses=data_accesses)
+    if build_key is not None:
+        with open(path, "w") as f:
+            json.dump({"key": key, "instructions": ins, "data_accesses": data}, f)
+    return ins, data
 
 
 # ---- running ----------------------------------------------------------------------
@@ -532,7 +589,7 @@ def check_program(bench: Benchmark, policy: Any, work: str, *, repeats: int = 5,
     exe_d, _, llc_d = build_program(bench, None, os.path.join(work, bench.name, "a"), cache=cache, clang=clang,
                                     llc=llc, llc_timeout=llc_timeout)
     # the default build's workload first: a benchmark that fails on its own costs no policy compile
-    ins_d, data_d = count_instructions(bench, exe_d, "default", data_accesses=data_accesses)
+    ins_d, data_d = _counted(bench, exe_d, data_accesses)
     exe_p, decisions, llc_p = build_program(bench, policy, os.path.join(work, bench.name, "b"), cache=cache,
                                             clang=clang, llc=llc, llc_timeout=llc_timeout)
     ins_p, data_p = count_instructions(bench, exe_p, "policy", data_accesses=data_accesses)
@@ -555,7 +612,9 @@ def speed_check(benchmarks: Sequence[Benchmark], policy: Any, *, work_dir: Optio
                 llc: Optional[str] = None, llc_timeout: float = 1800.0,
                 progress: Optional[Callable[[ProgramResult], Any]] = None) -> SpeedCheck:
     """Every benchmark with the default advisor and with POLICY (``policy(obs) ->
-    index_to_evict``). Bitcode is cached in WORK_DIR/bc (default: a temporary
+    index_to_evict``). Bitcode is cached in WORK_DIR/bc and the default build
+    and its counts in WORK_DIR/NAME/a, so a second policy checked in the same
+    WORK_DIR compiles and counts only its own build (default: a temporary
     folder, removed after). Raises the first :class:`SpeedCheckError`."""
     if policy is None or not callable(policy):
         raise PolicyError(f"the policy must be a callable policy(obs) -> index_to_evict, got {policy!r}")
