@@ -29,7 +29,7 @@ from mlbridge.corpus import layout  # noqa: E402
 from mlbridge.corpus.compile import Policy, Toolchain, cc1_args  # noqa: E402
 from mlbridge.corpus.evaluate import BaselineCache, default_cache_dir, evaluate  # noqa: E402
 from mlbridge.problems import ProblemError  # noqa: E402
-from mlbridge.problems.regalloc_eviction import IllegalAnswer, legal_answers  # noqa: E402
+from mlbridge.problems.regalloc_eviction import IllegalAnswer, PolicyRefused, legal_answers  # noqa: E402
 
 EVICTION = problems.get("regalloc-eviction")
 LLC = shutil.which("llc-19")
@@ -41,6 +41,16 @@ SOURCES = [os.path.join(ROOT, "tests", "regalloc", "chacha20.c"), os.path.join(R
 POLICIES = textwrap.dedent('''
     import os, signal
     import numpy as np
+    from mlbridge.core.session import Model
+
+    class Strict(Model):         # a model trained on 32 candidates refuses LLVM 19's 33
+        def on_session_start(self, session):
+            mask = next(tuple(f.shape) for f in session.features if f.name == "mask")
+            if mask != (1, 32):
+                raise ValueError(f"trained on mask (1, 32), the compiler sends {mask}")
+
+        def __call__(self, obs):
+            return 0
 
     def first_legal(obs):
         return int(np.flatnonzero(obs["mask"].reshape(-1))[0])
@@ -310,6 +320,8 @@ def failures(p: subprocess.CompletedProcess):
                "index_to_evict is one integer"),
     ("inliner", "the Python policy failed: KeyError: 'callee_basic_block_count'"),
     ("illegal", "the Python policy's answer cannot be used: the policy answered index"),
+    ("Strict", "the Python policy refused llc's session: ValueError: trained on mask (1, 32), the compiler sends "
+               "(1, 33)"),
 ])
 def test_a_policy_that_does_not_fit_is_a_failure_per_module(cli, corpus, policy, error):
     data, errs = failures(cli(corpus, "--policy", f"python:evict_policies:{policy}", "--json"))
@@ -407,9 +419,20 @@ def test_answers_are_checked_before_llvm_sees_them():
 
         def __call__(self, o):
             return 1
+    session = types.SimpleNamespace(features=list(EVICTION.features))
     wrapped = legal_answers(WithHooks())
-    wrapped.on_session_start("s")
-    assert WithHooks.started == ["s"] and not hasattr(wrapped, "on_context")
+    wrapped.on_session_start(session)
+    assert WithHooks.started == [session] and not hasattr(wrapped, "on_context") and wrapped.refused is None
+    # a compiler whose features are not the problem's (another LLVM): refused before the policy is asked
+    other = types.SimpleNamespace(features=[types.SimpleNamespace(name=f.name, shape=(1, 32) if f.shape == (1, 33)
+                                                                  else f.shape) for f in EVICTION.features])
+    wrapped = legal_answers(WithHooks())
+    with pytest.raises(PolicyRefused, match=r"not the problem's \(LLVM 19's\): \('mask', \(1, 32\)\) where the "
+                                            r"problem has \('mask', \(1, 33\)\)"):
+        wrapped.on_session_start(other)
+    assert WithHooks.started == [session] and "not the problem's" in wrapped.refused
+    with pytest.raises(PolicyRefused, match="20 features where the problem has 21"):
+        legal_answers(WithHooks()).on_session_start(types.SimpleNamespace(features=list(EVICTION.features)[:20]))
 
 
 @needs_llvm

@@ -123,9 +123,16 @@ class RegallocEviction(Problem):
         checked: legal_answers), scored by regalloc_score.score_module. Raises
         CompilerFailed (llc failed, died, timed out), IllegalAnswer, or what
         the policy raised."""
+        from ..llvm.interactive import CompilerFailed
         from ..llvm.regalloc_score import score_module
-        s = score_module(ir_path, llc=tools["llc"], extra_args=self.codegen_args(recorded),
-                         policy=None if policy is None else legal_answers(policy), timeout=timeout)
+        checked = None if policy is None else legal_answers(policy)
+        try:
+            s = score_module(ir_path, llc=tools["llc"], extra_args=self.codegen_args(recorded), policy=checked,
+                             timeout=timeout)
+        except CompilerFailed:
+            if checked is not None and checked.refused:   # LLVM 19 cannot be told: it was stopped
+                raise PolicyRefused(f"the Python policy refused llc's session: {checked.refused}") from None
+            raise
         return Measured(float(s.total), s.decisions, s.seconds,
                         {"spills": s.spills, "reloads": s.reloads, "spill_reload_cost": s.spill_reload_cost,
                          "functions": len(s.functions)})
@@ -138,6 +145,12 @@ class IllegalAnswer(MLBridgeError):
     """A policy answered what LLVM cannot use: not one index, or a candidate whose ``mask`` is 0."""
 
 
+class PolicyRefused(MLBridgeError):
+    """A policy's session did not start: the compiler's features are not the
+    problem's, or the policy's ``on_session_start`` refused them (e.g. a model
+    trained on other shapes)."""
+
+
 def legal_answers(policy: Any) -> "LegalAnswers":
     """POLICY with each of its answers checked (LegalAnswers)."""
     return LegalAnswers(policy)
@@ -146,18 +159,41 @@ def legal_answers(policy: Any) -> "LegalAnswers":
 class LegalAnswers:
     """POLICY, with each answer checked before LLVM sees it: one integer index
     of a candidate whose ``mask`` is 1 (LLVM 19 does not check it: a wrong
-    index evicts a live range that cannot be evicted). The Model hooks are
-    forwarded."""
+    index evicts a live range that cannot be evicted). Each session is
+    checked first: the compiler's features must be the problem's (names and
+    shapes), then the policy's own ``on_session_start`` may refuse it;
+    ``refused`` says why. The other Model hooks are forwarded."""
 
     def __init__(self, policy: Any) -> None:
         self._ask = direct_call(policy)
-        for hook in ("on_session_start", "on_context", "on_session_end"):
+        self._start = getattr(policy, "on_session_start", None)
+        self.refused: Optional[str] = None
+        for hook in ("on_context", "on_session_end"):
             f = getattr(policy, hook, None)
             if f is not None:
                 setattr(self, hook, f)
 
+    def on_session_start(self, session: Any) -> None:
+        got = [(f.name, tuple(f.shape)) for f in session.features]
+        want = [(f.name, tuple(f.shape)) for f in RegallocEviction.features]
+        if got != want:
+            diff = next((f"{g} where the problem has {w}" for g, w in zip(got, want) if g != w),
+                        f"{len(got)} features where the problem has {len(want)}")
+            self.refused = f"the compiler's eviction features are not the problem's (LLVM 19's): {diff}"
+            raise PolicyRefused(self.refused)
+        if self._start is not None:
+            try:
+                self._start(session)
+            except Exception as exc:
+                self.refused = f"{type(exc).__name__}: {exc}"
+                raise
+
     def __call__(self, obs: Any) -> Any:
         answer = self._ask(obs)
+        if type(answer) is int:   # the usual answer: checked without numpy's conversions
+            mask = obs["mask"].reshape(-1)
+            if 0 <= answer < mask.size and mask[answer]:
+                return answer
         a = np.asarray(answer)
         if a.size != 1 or not (np.issubdtype(a.dtype, np.integer) or
                                (np.issubdtype(a.dtype, np.floating) and float(a.reshape(-1)[0]).is_integer())):
