@@ -321,3 +321,44 @@ def test_kernel_benchmarks_are_tests_regalloc():
     assert [k.name for k in ks] == ["chacha20", "sha256", "dgemm"]
     for k in ks:
         assert all(os.path.isfile(s) for s in k.sources) and k.args == (k.name,) and k.expected.endswith(b"\n")
+
+
+def test_perf_cycles_are_read_where_perf_counts_them(prog, tmp_path, monkeypatch):
+    # this VM has no hardware counters: a stand-in perf writes what `perf stat -x,` writes
+    fake = tmp_path / "bin" / "perf"
+    fake.parent.mkdir()
+    fake.write_text('#!/bin/sh\n# perf stat -x , -e cycles -o FILE -- CMD...\nout=$7; shift 8\n"$@"; rc=$?\n'
+                    'echo "# started on" > "$out"; echo "123456,,cycles:u,1000,100.00,," >> "$out"; exit $rc\n')
+    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setenv("PATH", f"{fake.parent}:{os.environ['PATH']}")
+    monkeypatch.setattr(sc, "_PERF", True)
+    res = sc.speed_check([prog], first_legal, work_dir=str(tmp_path / "w"), repeats=2, data_accesses=False)
+    p = res.programs[0]
+    assert res.perf_cycles and p.cycles_default.mean == 123456 and p.cycles_default.runs == 2
+    assert p.cycles_policy.unit == "cycles" and p.cycles_policy.ci95 == 0
+    # and the workload's failure still shows through perf
+    exe = tmp_path / "w" / "mix" / "a" / "prog"
+    with pytest.raises(sc.BenchmarkFailed, match="exited with status 5"):
+        sc.time_runs(with_(prog, args=("10", "5")), str(exe), repeats=1)
+
+
+def _sdist_cached(recipe_name):
+    import glob
+    from mlbridge.corpus.recipes import recipes
+    from mlbridge.corpus.recipes.build import default_cache
+    r = recipes()[recipe_name]
+    return bool(glob.glob(os.path.join(default_cache(), ".work", f"{r.name}-{r.version}", "download", "*")))
+
+
+@pytest.mark.skipif(not _sdist_cached("lz4"), reason="lz4's sdist is not in the corpus cache (mlbridge corpus build lz4)")
+def test_lz4_benchmark_reference_is_what_lz4_prints(tmp_path):
+    import subprocess
+    (b,) = sc.codec_benchmarks(["lz4"])
+    assert b.split == "eval" and b.stdin and os.path.getsize(b.stdin) == 200_000
+    assert any(s.endswith("codec_main.c") for s in b.sources) and "-DCODEC_LZ4" in b.cflags
+    exe = tmp_path / "lz4"
+    subprocess.run(["clang-19", "-O0", *b.cflags, *b.sources, *b.ldflags, "-o", str(exe)], check=True)
+    out = subprocess.run([str(exe), *b.args], stdin=open(b.stdin, "rb"), capture_output=True, check=True).stdout
+    assert out == b.expected
+    with pytest.raises(ArgumentError, match="no codec benchmark 'gzip'"):
+        sc.codec_benchmarks(["gzip"])

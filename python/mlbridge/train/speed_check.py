@@ -97,6 +97,9 @@ class Benchmark:
     stdin: Optional[str] = None
     #: seconds for one run under callgrind (a native run gets the same)
     timeout: float = 300.0
+    #: the project's split ("train" or "eval", as its corpus recipe says; "" if none):
+    #: the issue's goal is judged on programs never trained on
+    split: str = ""
 
 
 @dataclass
@@ -147,6 +150,8 @@ class ProgramResult:
     #: perf stat cycles, where the machine counts them
     cycles_default: Optional[Timing] = None
     cycles_policy: Optional[Timing] = None
+    #: the benchmark's split ("train", "eval" or "")
+    split: str = ""
 
     @property
     def instructions_delta(self) -> float:
@@ -593,7 +598,7 @@ def check_program(bench: Benchmark, policy: Any, work: str, *, repeats: int = 5,
     exe_p, decisions, llc_p = build_program(bench, policy, os.path.join(work, bench.name, "b"), cache=cache,
                                             clang=clang, llc=llc, llc_timeout=llc_timeout)
     ins_p, data_p = count_instructions(bench, exe_p, "policy", data_accesses=data_accesses)
-    res = ProgramResult(bench.name, ins_d, ins_p, data_d, data_p, True, decisions, llc_d, llc_p)
+    res = ProgramResult(bench.name, ins_d, ins_p, data_d, data_p, True, decisions, llc_d, llc_p, split=bench.split)
     if repeats > 0:
         cpu_d, cpu_p, cyc_d, cyc_p = [], [], [], []
         for _ in range(repeats):    # alternating, so a change of load hits both alike
@@ -717,7 +722,7 @@ def codec_benchmarks(names: Sequence[str] = ("lz4", "zstd", "brotli"), *, cache:
         srcs = [main] + sorted(p for g in globs for p in _glob.glob(os.path.join(top, g)))
         out.append(Benchmark(name, tuple(srcs), _CODEC_OUTPUTS[name],
                              cflags=tuple(f"-I{os.path.join(top, i)}" for i in include) + defines,
-                             ldflags=libs, stdin=text))
+                             ldflags=libs, stdin=text, split=r.split))
     return out
 
 
