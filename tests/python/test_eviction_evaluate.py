@@ -346,6 +346,8 @@ def test_a_module_llc_cannot_compile_is_a_failure_the_others_stand(cli, bad_corp
                                                 "assembly requires more registers than available")
     cmd = runs["baseline"]["command"]
     assert cmd.split(" && ")[1].startswith(LLC) and cmd.endswith("asm.o.opt.bc -o OUT.mir")
+    # llc at the recorded command's codegen level and relocation model (-O2, -mrelocation-model pic)
+    assert " -print-machine-bfi -O2 -relocation-model=pic asm.o.opt.bc " in cmd
     assert "mlbridge: module asm.o failed (baseline): llc-19 failed on asm.o.opt.bc" in p.stderr
     assert "mlbridge: 1 of 3 modules failed" in p.stderr
     table = cli(bad_corpus, "--policy", "python:evict_policies:first_legal")
