@@ -34,19 +34,28 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     r.add_argument("corpora", nargs="+", help="corpus folders (corpus_description.json)")
     r.add_argument("-o", "--out", required=True, help="run folder: checkpoints, policy, TensorBoard, report")
     r.add_argument("--algo", choices=["es", "ppo"], default="es")
-    r.add_argument("--init", default="oz", help="oz (imitate -Oz), zero, or a POLICY.json to start from")
+    r.add_argument("--init", default="oz", help="oz (imitate -Oz), zero, or a POLICY.json to start from "
+                   "(regalloc-eviction: oz/default is the default advisor's rule as weights, or a policy.json)")
     r.add_argument("--hidden", default="16", help="hidden layer sizes, e.g. 16 or 32,16; 0 for a linear policy")
-    r.add_argument("--steps", type=int, default=1000, help="stop after this many steps (generations / batches)")
+    r.add_argument("--steps", type=int, default=None,
+                   help="stop after this many steps (generations / batches; default 1000, regalloc-eviction 6)")
     r.add_argument("--minutes", type=float, default=None, help="stop after this much training time (resumable)")
-    r.add_argument("--modules-per-step", type=int, default=16,
-                   help="modules (programs, in the linked and lto settings) compiled for each candidate")
+    r.add_argument("--modules-per-step", type=int, default=None,
+                   help="modules (programs, in the linked and lto settings) compiled for each candidate "
+                        "(default 16; regalloc-eviction: 4, the training modules with the most eviction "
+                        "decisions, kept for the whole run)")
+    r.add_argument("--max-module-seconds", type=float, default=10.0,
+                   help="regalloc-eviction: keep only modules whose policy compile takes at most this long")
     r.add_argument("--setting", choices=SETTINGS, default="objects",
                    help="where rewards are measured: each module's object (default), or each program of the "
                         "corpora's programs.json linked by lld, under full LTO or under ThinLTO (ES only, "
                         "on this machine or --ray; docs/training.md)")
-    r.add_argument("--pairs", type=int, default=8, help="es: antithetic pairs per generation")
-    r.add_argument("--sigma", type=float, default=0.05, help="es: perturbation scale")
-    r.add_argument("--lr", type=float, default=0.02, help="es: Adam step size")
+    r.add_argument("--pairs", type=int, default=None, help="es: antithetic pairs per generation (default 8; "
+                   "regalloc-eviction 3)")
+    r.add_argument("--sigma", type=float, default=None, help="es: perturbation scale (default 0.05; "
+                   "regalloc-eviction 0.5, in units of eviction_policy.SCALE)")
+    r.add_argument("--lr", type=float, default=None, help="es: Adam step size (default 0.02; regalloc-eviction: "
+                   "plain ascent, 0.5)")
     r.add_argument("--eval-every", type=int, default=10, help="steps between greedy checks on all training modules")
     r.add_argument("-j", "--jobs", type=int, default=0, help="parallel compiles (default: all cores)")
     r.add_argument("--ray", metavar="ADDRESS", default=None,
@@ -128,7 +137,15 @@ def run_train(args: argparse.Namespace) -> int:
     from ..train.run_folder import RunSetupError
     from ..train.size_trainer import TrainConfig
 
+    if args.problem == "regalloc-eviction":
+        from ..problems import get
+        if args.setting != "objects":
+            raise UsageError(f"--setting {args.setting}: regalloc-eviction is scored per module (objects) only")
+        return run_train_eviction(args, get(args.problem))
     problem = problem_flag.checked(args, "train run", args.setting)
+    for name, default in (("steps", 1000), ("modules_per_step", 16), ("pairs", 8), ("sigma", 0.05), ("lr", 0.02)):
+        if getattr(args, name) is None:
+            setattr(args, name, default)
     if args.ray and args.algo != "es":
         raise UsageError("--ray runs ES's compiles; PPO's sampling policy answers in this process")
     if args.setting != "objects" and args.algo != "es":
@@ -167,6 +184,60 @@ def run_train(args: argparse.Namespace) -> int:
         print(f"{summary['steps']} steps, {summary['compiles']} compiles in {summary['elapsed_s']:.0f} s; "
               f"best on the training set: {100 * summary['best_train_total_reward']:+.2f}% .text vs -Oz; "
               f"policy: {summary['policy']}")
+    return 0
+
+
+def run_train_eviction(args: argparse.Namespace, problem: Any) -> int:
+    """``train run --problem regalloc-eviction``: ES on the register-allocation score
+    from the default advisor's rule (train/eviction_trainer.py)."""
+    from ..corpus.compile import CompileSetupError, Toolchain
+    from ..train.eviction_policy import EvictionPolicy, PolicyFileError
+    from ..train.eviction_trainer import EvictionTrainConfig, EvictionTrainError, train_eviction
+
+    for bad, why in ((args.algo != "es", f"--algo {args.algo}: regalloc-eviction trains with ES only"),
+                     (args.ray is not None, "--ray: regalloc-eviction trains on this machine only"),
+                     (args.hidden not in ("16", "0"), "--hidden: the regalloc-eviction policy is linear"),
+                     (args.eval_every != 10, "--eval-every: regalloc-eviction evaluates every candidate on all "
+                                             "its training modules")):
+        if bad:
+            raise UsageError(f"{why} (issue 23; docs/training.md)")
+    if args.init not in ("oz", "default"):
+        try:
+            EvictionPolicy.load(args.init)
+        except PolicyFileError as exc:
+            raise UsageError(f"--init: {exc}") from None
+        raise UsageError("--init POLICY.json: regalloc-eviction starts from the default advisor's rule "
+                         "(--init oz); resume a run by giving its -o folder again")
+    cfg = EvictionTrainConfig(modules=args.modules_per_step or 4, max_module_s=args.max_module_seconds,
+                              pairs=args.pairs or 3, sigma=args.sigma or 0.5, lr=args.lr or 0.5,
+                              steps=1000 if args.steps is None and args.minutes else (args.steps or 6),
+                              budget_s=None if args.minutes is None else 60 * args.minutes,
+                              jobs=args.jobs or 2, seed=args.seed, timeout=args.timeout)
+    corpora = _load_corpora(args.corpora)
+    try:
+        toolchain = Toolchain.find(args.clang, need_llc=True)
+    except CompileSetupError as exc:
+        raise usage_error(exc) from None
+
+    def note(line: str) -> None:
+        if not args.quiet:
+            print(line, file=sys.stderr)
+
+    def step(rec: Any) -> None:
+        note(f"step {rec['generation'] + 1}: mean reward {100 * rec['mean_fitness']:+.3f}%, best "
+             f"{100 * rec['best_fitness']:+.3f}% ({rec['elapsed_s']:.0f} s)")
+
+    try:
+        summary = train_eviction(args.out, corpora, cfg, toolchain=toolchain, problem=problem, note=note,
+                                 on_step=step)
+    except EvictionTrainError as exc:
+        raise usage_error(exc) from None
+    if args.json:
+        print(json.dumps(summary))
+    elif not args.quiet:
+        print(f"{summary['steps']} steps on {len(summary['modules'])} training modules; best mean reward "
+              f"{100 * summary['best_reward']:+.3f}% vs the default advisor (warm start "
+              f"{100 * summary['warm_reward']:+.3f}%); policy: {summary['policy']}")
     return 0
 
 
