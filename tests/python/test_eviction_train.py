@@ -92,6 +92,16 @@ def test_the_onnx_export_answers_as_the_python_policy_on_recorded_observations(r
     assert len({warm_start()(o) for o in recorded}) > 1
 
 
+@needs_llvm
+def test_the_shipped_onnx_answers_as_its_json(recorded):
+    folder = os.path.join(ROOT, "policies", "regalloc_eviction")
+    if not os.path.exists(os.path.join(folder, "policy.onnx")):
+        pytest.skip("no shipped eviction policy")
+    pol = EvictionPolicy.load(os.path.join(folder, "policy.json"))
+    onnx_pol = OnnxEvictionPolicy(os.path.join(folder, "policy.onnx"))
+    assert [onnx_pol(o) for o in recorded] == [pol(o) for o in recorded]
+
+
 def test_the_onnx_export_answers_as_the_python_policy_on_nan_and_inf(tmp_path):
     rng = np.random.default_rng(0)
     pol = EvictionPolicy(_weights(3))

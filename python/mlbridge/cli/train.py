@@ -1,6 +1,7 @@
 """``mlbridge train``: train a policy on corpora, where it is deployed (clang-19
 with each module's own command and the mlbridge plugin); ``--problem`` says
-which (default and today the only one trained: inlining-size).
+which (default inlining-size; regalloc-eviction trains with its own ES,
+train/eviction_trainer.py, docs/training.md "Register allocation: training").
 
     mlbridge train run CORPUS... -o RUN [--algo es|ppo] [--init oz|zero|POLICY.json] [--hidden 16]
                        [--steps N] [--minutes M] [--modules-per-step K] [-j N]
