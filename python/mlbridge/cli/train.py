@@ -138,12 +138,9 @@ def run_train(args: argparse.Namespace) -> int:
     from ..train.run_folder import RunSetupError
     from ..train.size_trainer import TrainConfig
 
-    if args.problem == "regalloc-eviction":
-        from ..problems import get
-        if args.setting != "objects":
-            raise UsageError(f"--setting {args.setting}: regalloc-eviction is scored per module (objects) only")
-        return run_train_eviction(args, get(args.problem))
     problem = problem_flag.checked(args, "train run", args.setting)
+    if problem.trainer == "eviction":
+        return run_train_eviction(args, problem)
     for name, default in (("steps", 1000), ("modules_per_step", 16), ("pairs", 8), ("sigma", 0.05), ("lr", 0.02)):
         if getattr(args, name) is None:
             setattr(args, name, default)

@@ -83,6 +83,9 @@ class Problem(ABC):
     compiles_to: ClassVar[str] = "object"
     #: what measure() or measure_ir() counts, for reports
     unit: ClassVar[str] = ".text bytes"
+    #: who trains it (``train run``): "size", the recipes of train/recipe.py (ES or PPO
+    #: over compiled objects or linked programs); "eviction", train/eviction_trainer.py
+    trainer: ClassVar[str] = "size"
 
     @property
     def feature_names(self) -> List[str]:

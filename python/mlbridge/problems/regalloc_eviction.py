@@ -42,14 +42,13 @@ class RegallocEviction(Problem):
     baseline = "LLVM's default eviction advisor"
     measured = "the register-allocation score (copies, loads, stores, rematerialization by block frequency)"
     settings = ("objects",)
-    #: ``mlbridge train run --problem regalloc-eviction`` does not go through the inliner's
-    #: recipes (which refuse it): cli/train.py hands it to train/eviction_trainer.py
-    commands = frozenset({"corpus evaluate"})
+    commands = frozenset({"corpus evaluate", "train run"})
     refusal = ("`mlbridge corpus evaluate` scores it and `mlbridge train run` trains it with its own ES "
                "(train/eviction_trainer.py); the other commands and the inliner's recipes are not for it")
     in_plugin = False
     compiles_to = "ir"
     unit = "register-allocation score"
+    trainer = "eviction"   # its own ES (train/eviction_trainer.py), not the size recipes
 
     def policy_options(self, policy: Decider) -> List[str]:
         if policy.kind != "python":

@@ -18,8 +18,8 @@ from ..corpus.compile import CompileSetupError, Toolchain
 from ..corpus.layout import Corpus, CorpusError, Module
 from ..problems import DEFAULT, Problem
 from .policy import MLPPolicy
-from .run_folder import (RunSetupError, check_checkpoint, check_run_folder, load_policy_file, problem_for,
-                         setup_error)
+from .run_folder import (RunArgumentError, RunSetupError, check_checkpoint, check_run_folder, load_policy_file,
+                         problem_for, setup_error)
 from .size_trainer import SizeTrainer, StepRecord, TrainConfig, corpus_modules
 
 #: the starts a new run can take besides a policy file
@@ -96,6 +96,9 @@ def train_size_policy(out: str, corpora: Sequence[Corpus], cfg: TrainConfig, *, 
     run (default: local threads); ``note`` gets one-line remarks (the imitation's
     accuracy), ``on_step`` each step, ``on_start`` the step the trainer starts at."""
     found = problem_for(problem, "train run", cfg.setting)
+    if found.trainer != "size":
+        raise RunArgumentError("problem", f"{{arg}} {found.name}: trained by its own trainer "
+                               f"({found.trainer}), not by the size recipes")
     check_run_folder(out)
     resuming = check_checkpoint(out, cfg, found)
     init_file = None
