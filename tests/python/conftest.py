@@ -214,6 +214,21 @@ def _live_children() -> List[str]:
     return out
 
 
+def kill_children(prefix: str) -> int:
+    """SIGKILL this process's running children whose name starts with PREFIX (a
+    compiler dying mid-session, for the failure-path tests); returns how many."""
+    killed = 0
+    for entry in _live_children():
+        pid, name = entry.split(" ", 1)
+        if name.startswith(prefix):
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+                killed += 1
+            except ProcessLookupError:
+                pass
+    return killed
+
+
 @pytest.fixture(autouse=True)
 def no_process_left_behind() -> Iterator[None]:
     """Every test must reap what it started: a leftover compiler or model

@@ -27,6 +27,7 @@ try:
 except ImportError:   # run from a checkout without installing
     sys.path.insert(0, str(ROOT / "python"))
     import mlbridge
+from conftest import kill_children  # noqa: E402
 from mlbridge import llvm
 from mlbridge.core.errors import MLBridgeError
 from mlbridge.llvm import regalloc_score as rs
@@ -337,24 +338,8 @@ def test_timeout_is_a_clear_error_not_a_hang(modules, tmp_path):
         assert "\n" not in str(info.value)
 
 
-def _kill_own_llc() -> None:
-    """SIGKILL the llc-19 children of this process's threads."""
-    for task in os.listdir("/proc/self/task"):
-        try:
-            kids = open(f"/proc/self/task/{task}/children").read().split()
-        except OSError:
-            continue
-        for pid in kids:
-            try:
-                comm = open(f"/proc/{pid}/comm").read().strip()
-            except OSError:
-                continue
-            if comm.startswith("llc"):
-                os.kill(int(pid), signal.SIGKILL)
-
-
 def _killing_policy(obs):
-    _kill_own_llc()
+    kill_children("llc")
     return first_legal(obs)
 
 

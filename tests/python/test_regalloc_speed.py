@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import stat
 import sys
 from pathlib import Path
@@ -26,6 +25,7 @@ try:
 except ImportError:   # run from a checkout without installing
     sys.path.insert(0, str(ROOT / "python"))
     import mlbridge
+from conftest import kill_children  # noqa: E402
 from mlbridge.core.errors import ArgumentError, MLBridgeError
 from mlbridge.core.spec import TensorSpec
 from mlbridge.train import speed_check as sc
@@ -261,27 +261,12 @@ def test_compiler_failures_are_one_line(prog, tmp_path):
                        repeats=0)
 
 
-def _kill_own_llc() -> None:
-    """SIGKILL the llc-19 children of this process's threads."""
-    for task in os.listdir("/proc/self/task"):
-        try:
-            kids = open(f"/proc/self/task/{task}/children").read().split()
-        except OSError:
-            continue
-        for pid in kids:
-            try:
-                if open(f"/proc/{pid}/comm").read().strip().startswith("llc"):
-                    os.kill(int(pid), signal.SIGKILL)
-            except OSError:
-                continue
-
-
 def test_compiler_dying_mid_session_is_a_build_failure(prog, tmp_path):
     if not os.path.exists("/proc/self/task"):
         pytest.skip("needs /proc")
 
     def killing(obs):
-        _kill_own_llc()
+        kill_children("llc")
         return first_legal(obs)
 
     with pytest.raises(sc.BuildFailed, match=r"^mix \(policy build\): mix.c: llc-19 was killed by signal 9 during "

@@ -19,7 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any, List, Sequence
+from typing import Any, Dict, List, Sequence
 
 from ..corpus.settings import SETTINGS
 from . import problem as problem_flag
@@ -176,12 +176,17 @@ def run_train(args: argparse.Namespace) -> int:
     finally:
         for bar in bars:
             bar.close()
+    return _summary(args, summary, f"{summary['steps']} steps, {summary['compiles']} compiles in "
+                    f"{summary['elapsed_s']:.0f} s; best on the training set: "
+                    f"{100 * summary['best_train_total_reward']:+.2f}% .text vs -Oz; policy: {summary['policy']}")
+
+
+def _summary(args: argparse.Namespace, summary: Dict[str, Any], line: str) -> int:
+    """A run's end: its summary as JSON (--json) or one LINE (unless --quiet)."""
     if args.json:
         print(json.dumps(summary))
     elif not args.quiet:
-        print(f"{summary['steps']} steps, {summary['compiles']} compiles in {summary['elapsed_s']:.0f} s; "
-              f"best on the training set: {100 * summary['best_train_total_reward']:+.2f}% .text vs -Oz; "
-              f"policy: {summary['policy']}")
+        print(line)
     return 0
 
 
@@ -230,13 +235,9 @@ def run_train_eviction(args: argparse.Namespace, problem: Any) -> int:
                                  on_step=step)
     except EvictionTrainError as exc:
         raise usage_error(exc) from None
-    if args.json:
-        print(json.dumps(summary))
-    elif not args.quiet:
-        print(f"{summary['steps']} steps on {len(summary['modules'])} training modules; best mean reward "
-              f"{100 * summary['best_reward']:+.3f}% vs the default advisor (warm start "
-              f"{100 * summary['warm_reward']:+.3f}%); policy: {summary['policy']}")
-    return 0
+    return _summary(args, summary, f"{summary['steps']} steps on {len(summary['modules'])} training modules; "
+                    f"best mean reward {100 * summary['best_reward']:+.3f}% vs the default advisor (warm start "
+                    f"{100 * summary['warm_reward']:+.3f}%); policy: {summary['policy']}")
 
 
 def _ray_compiles(args: argparse.Namespace) -> Any:

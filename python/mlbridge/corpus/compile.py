@@ -183,32 +183,27 @@ def _version_line(path: str, timeout: float, first: bool = False) -> str:
 
 
 def find_llc(llc: Optional[str] = None) -> str:
-    if llc:
-        found = shutil.which(llc)
-        if not found:
-            raise SetupArgumentError("llc", f"{{arg}}: {llc!r} not found")
-        return os.path.abspath(found)
-    tools = os.environ.get("MLBRIDGE_LLVM_TOOLS_DIR")
-    if tools and os.access(os.path.join(tools, "llc"), os.X_OK):
-        return os.path.join(tools, "llc")
-    found = shutil.which("llc-19")
-    if not found:
-        raise SetupArgumentError("llc", "llc-19 not found on PATH (give {arg} or set MLBRIDGE_LLVM_TOOLS_DIR)")
-    return found
+    return _find_tool("llc", llc)
 
 
 def find_clang(clang: Optional[str] = None) -> str:
-    if clang:
-        found = shutil.which(clang)
+    return _find_tool("clang", clang)
+
+
+def _find_tool(name: str, given: Optional[str]) -> str:
+    """GIVEN (a path or a name on PATH), else NAME in $MLBRIDGE_LLVM_TOOLS_DIR, else
+    NAME-19 on PATH; a SetupArgumentError about argument NAME otherwise."""
+    if given:
+        found = shutil.which(given)
         if not found:
-            raise CompileSetupError(f"clang {clang!r} not found")
+            raise SetupArgumentError(name, f"{{arg}}: {given!r} not found")
         return os.path.abspath(found)   # compiles run in scratch folders
     tools = os.environ.get("MLBRIDGE_LLVM_TOOLS_DIR")
-    if tools and os.access(os.path.join(tools, "clang"), os.X_OK):
-        return os.path.join(tools, "clang")
-    found = shutil.which("clang-19")
+    if tools and os.access(os.path.join(tools, name), os.X_OK):
+        return os.path.join(tools, name)
+    found = shutil.which(f"{name}-19")
     if not found:
-        raise SetupArgumentError("clang", "clang-19 not found on PATH (give {arg} or set MLBRIDGE_LLVM_TOOLS_DIR)")
+        raise SetupArgumentError(name, f"{name}-19 not found on PATH (give {{arg}} or set MLBRIDGE_LLVM_TOOLS_DIR)")
     return found
 
 

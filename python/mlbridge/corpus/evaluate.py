@@ -305,27 +305,10 @@ def evaluate(corpus: Corpus, policy: Policy, toolchain: Toolchain, *, jobs: Opti
     base_opts = dataclasses.replace(options, extra_args=None, extra_env=None)
     result = Evaluation(corpus.root, policy.spec, toolchain.version, jobs)
     start = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="mlbridge-eval-") as work, \
-            cf.ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="mlbridge-eval") as pool:
-        def one(module: Module) -> ModuleScore:
-            return _score(module, policy, work, toolchain, options, base_opts, cache, where, problem)
-
-        # Largest bitcode first: the longest compiles do not end up alone at the end.
-        futures = [pool.submit(one, m) for m in sorted(corpus.modules, key=_bc_size, reverse=True)]
-        try:
-            for fut in cf.as_completed(futures):
-                score = fut.result()
-                if on_done is not None:
-                    on_done(score)
-        except BaseException:
-            for f in futures:
-                f.cancel()
-            raise
-        by_name = {}
-        for f in futures:
-            s = f.result()
-            by_name[s.module] = s
-    result.scores = [by_name[m.name] for m in corpus.modules]
+    with tempfile.TemporaryDirectory(prefix="mlbridge-eval-") as work:
+        result.scores = _score_modules(
+            corpus, jobs, on_done,
+            lambda m: _score(m, policy, work, toolchain, options, base_opts, cache, where, problem))
     result.wall_seconds = time.monotonic() - start
     if log_dir is not None:
         for m, sc in zip(corpus.modules, result.scores):
@@ -347,6 +330,26 @@ def oz_sizes(corpus: Corpus, toolchain: Toolchain, *, jobs: Optional[int] = None
     ev = evaluate(corpus, OZ, toolchain, jobs=jobs, cache=cache or BaselineCache(default_cache_dir()),
                   on_done=on_done)
     return {s.module: int(s.baseline.text_bytes) for s in ev.scores if s.ok and s.baseline.text_bytes}
+
+
+def _score_modules(corpus: Corpus, jobs: int, on_done: Optional[Callable[[ModuleScore], None]],
+                   score: Callable[[Module], ModuleScore]) -> List[ModuleScore]:
+    """SCORE of every module of CORPUS on JOBS threads, in the corpus's order;
+    ON_DONE hears each as it ends. Largest bitcode first, so the longest
+    compiles do not end up alone at the end; the first error cancels the rest."""
+    with cf.ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="mlbridge-eval") as pool:
+        futures = [pool.submit(score, m) for m in sorted(corpus.modules, key=_bc_size, reverse=True)]
+        try:
+            for fut in cf.as_completed(futures):
+                done = fut.result()
+                if on_done is not None:
+                    on_done(done)
+        except BaseException:
+            for f in futures:
+                f.cancel()
+            raise
+    by_name = {s.module: s for s in (f.result() for f in futures)}
+    return [by_name[m.name] for m in corpus.modules]
 
 
 def _bc_size(module: Module) -> int:
@@ -504,21 +507,9 @@ def _evaluate_ir(corpus: Corpus, policy: Policy, toolchain: Toolchain, problem: 
     result = Evaluation(corpus.root, policy.spec, toolchain.version, jobs, problem=problem,
                         llc=toolchain.llc_version)
     start = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="mlbridge-eval-") as work, \
-            cf.ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="mlbridge-eval") as pool:
-        futures = [pool.submit(_score_ir, m, policy, work, toolchain, options, cache, problem)
-                   for m in sorted(corpus.modules, key=_bc_size, reverse=True)]
-        try:
-            for fut in cf.as_completed(futures):
-                score = fut.result()
-                if on_done is not None:
-                    on_done(score)
-        except BaseException:
-            for f in futures:
-                f.cancel()
-            raise
-        by_name = {f.result().module: f.result() for f in futures}
-    result.scores = [by_name[m.name] for m in corpus.modules]
+    with tempfile.TemporaryDirectory(prefix="mlbridge-eval-") as work:
+        result.scores = _score_modules(
+            corpus, jobs, on_done, lambda m: _score_ir(m, policy, work, toolchain, options, cache, problem))
     result.wall_seconds = time.monotonic() - start
     return result
 
