@@ -29,6 +29,11 @@ def child_env(**extra: str) -> Dict[str, str]:
     """Environment for Python subprocesses that must import this mlbridge."""
     env = dict(os.environ)
     env["PYTHONPATH"] = PYDIR + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    if env.get("MUTANT_UNDER_TEST") == "stats":
+        # mutmut's coverage pass (scripts/mutation.sh): a child's hits would be lost
+        # anyway, and recording them needs mutmut's config, read from the child's
+        # working folder. A child under a real mutant keeps it, so it can kill it.
+        del env["MUTANT_UNDER_TEST"]
     env.update(extra)
     return env
 

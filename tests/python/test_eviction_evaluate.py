@@ -12,6 +12,7 @@ import csv
 import json
 import os
 import shutil
+import shlex
 import subprocess
 import sys
 import textwrap
@@ -396,9 +397,25 @@ def test_a_compiler_that_dies_is_a_failure(cli, corpus, work):
     (["-cc1", "-O1"], ["-O1"]),
     (["-cc1", "-O4"], ["-O3"]),
     (["-cc1", "-mrelocation-model", "static"], ["-O0", "-relocation-model=static"]),   # cc1 without -O is -O0
+    (["-cc1", "-O2", "-mrelocation-model"], ["-O2", "-relocation-model=pic"]),   # a dangling flag: clang's default
 ])
 def test_llc_runs_at_the_modules_own_level_and_models(recorded, want):
     assert EVICTION.codegen_args(recorded) == want
+
+
+def test_the_command_shown_for_a_policy_is_the_baselines_plus_the_channel():
+    args = ["-O2", "-relocation-model=pic"]
+    base = shlex.split(EVICTION.codegen_command("m.ll", args, llc="llc-19", policy=False))
+    pol = shlex.split(EVICTION.codegen_command("m.ll", args, llc="llc-19", policy=True))
+    channel = ["-regalloc-enable-advisor=release", "-regalloc-evict-interactive-channel-base={base}"]
+    assert pol[-3:] == base[-3:] == ["m.ll", "-o", "OUT.mir"]
+    assert [a for a in pol if a not in channel] == base and set(channel) <= set(pol)
+
+
+def test_an_objects_only_problem_passes_its_check_by_default():
+    EVICTION.check("corpus evaluate")   # the default setting is objects
+    with pytest.raises(ProblemError, match="objects only"):
+        EVICTION.check("corpus evaluate", "lto")
 
 
 def test_answers_are_checked_before_llvm_sees_them():
