@@ -409,6 +409,24 @@ def test_stream_request_that_is_not_protobuf_is_refused():
         c._rpc.close()
 
 
+def test_an_observation_missing_a_feature_is_an_error_reply_and_the_session_goes_on():
+    """A request whose observation has fewer tensors than the header's features
+    (a broken compiler) gets an error reply naming both counts; the policy is
+    not asked, and the next good observation is answered."""
+    from mlbridge._proto import service_pb2 as spb
+
+    asked = []
+    with GrpcServer(lambda obs: asked.append(1) or 3) as srv:
+        c = client(srv)
+        short = _request(c.session, 0, 1, order=("a",))
+        replies = _stream_replies(srv, [short.SerializeToString(), _request(c.session, 1, 2).SerializeToString()])
+        bad, good = (spb.EvaluateReply.FromString(r) for r in replies)
+        assert bad.reply.id == 0 and "observation 0 has 1 tensors, the header has 2 features" in bad.reply.error
+        assert good.reply.id == 1 and not good.reply.error and len(asked) == 1
+        c.close()
+    assert srv.sessions[0].errors == 1 and srv.sessions[0].observations == 1
+
+
 def test_clean_stream_end_then_close_is_clean():
     import grpc
 
