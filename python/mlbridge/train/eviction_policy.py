@@ -35,10 +35,11 @@ qualifies) as weights of this family."""
 from __future__ import annotations
 
 import json
-import os
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 import numpy as np
+
+from ..core.files import replace_when_complete, write_json_atomic
 
 CANDIDATES = 33
 SELF = CANDIDATES - 1
@@ -111,10 +112,7 @@ class EvictionPolicy:
         return {"format": FORMAT, "features": list(PHI), "weights": [float(v) for v in self.weights]}
 
     def save(self, path: str) -> None:
-        tmp = path + ".tmp"
-        with open(tmp, "w") as f:
-            json.dump(self.as_dict(), f, indent=1)
-        os.replace(tmp, path)
+        write_json_atomic(path, self.as_dict(), indent=1)
 
     @classmethod
     def load(cls, path: str) -> "EvictionPolicy":
@@ -226,8 +224,7 @@ def export_onnx(policy: EvictionPolicy, path: str) -> str:
                               producer_name="mlbridge")
     model.doc_string = json.dumps({"format": FORMAT, "features": list(PHI)})
     onnx.checker.check_model(model)
-    onnx.save(model, path)
-    return path
+    return replace_when_complete(path + ".tmp", path, lambda tmp: onnx.save(model, tmp))
 
 
 class OnnxEvictionPolicy:

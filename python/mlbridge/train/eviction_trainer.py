@@ -30,6 +30,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 import numpy as np
 
 from ..core.errors import MLBridgeError
+from ..core.files import write_json_atomic
 from .es import ES
 from .eviction_policy import PHI, SCALE, EvictionPolicy, export_onnx, warm_start
 
@@ -55,13 +56,6 @@ class EvictionTrainConfig:
 
     def as_dict(self) -> Dict[str, Any]:
         return dataclasses.asdict(self)
-
-
-def _atomic_json(path: str, data: Any) -> None:
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(data, f, indent=1)
-    os.replace(tmp, path)
 
 
 def read_state(run_dir: str) -> Optional[Dict[str, Any]]:
@@ -153,7 +147,7 @@ def prepare_modules(run_dir: str, corpora: Sequence[Any], cfg: EvictionTrainConf
     if not kept:
         raise EvictionTrainError("no training module has eviction decisions that compile within "
                                  f"{cfg.max_module_s:g} s: give other corpora or a larger max_module_s")
-    _atomic_json(path, {"all": rows, "kept": kept})
+    write_json_atomic(path, {"all": rows, "kept": kept}, indent=1)
     return kept
 
 
@@ -232,7 +226,6 @@ def _weights(theta: np.ndarray) -> np.ndarray:
 def _write(run_dir: str, es: ES, history: List[Dict[str, Any]], st: Dict[str, Any]) -> None:
     best = EvictionPolicy(_weights(es.best))
     best.save(os.path.join(run_dir, "policy.json"))
-    export_onnx(best, os.path.join(run_dir, "policy.onnx.tmp"))
-    os.replace(os.path.join(run_dir, "policy.onnx.tmp"), os.path.join(run_dir, "policy.onnx"))
+    export_onnx(best, os.path.join(run_dir, "policy.onnx"))
     st = dict(st, es=es.state_dict(), history=history, best_fitness=es.best_f)
-    _atomic_json(os.path.join(run_dir, "state.json"), st)
+    write_json_atomic(os.path.join(run_dir, "state.json"), st, indent=1)
