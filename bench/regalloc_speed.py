@@ -26,18 +26,13 @@ import os
 import sys
 import time
 
-import numpy as np
-
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 
 from mlbridge.core.errors import MLBridgeError  # noqa: E402
 from mlbridge.train import speed_check as sc  # noqa: E402
+from mlbridge.train.eviction_policy import first_legal  # noqa: E402
 
 ALL = ("lz4", "zstd", "brotli", "chacha20", "sha256", "dgemm")
-
-
-def first_legal(obs):
-    return int(np.flatnonzero(obs["mask"].reshape(-1))[0])
 
 
 def main(argv=None) -> int:

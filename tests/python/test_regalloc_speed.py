@@ -29,15 +29,11 @@ from conftest import kill_children  # noqa: E402
 from mlbridge.core.errors import ArgumentError, MLBridgeError
 from mlbridge.core.spec import TensorSpec
 from mlbridge.train import speed_check as sc
+from mlbridge.train.eviction_policy import first_legal  # the trivial policy: the first candidate whose mask is 1
 
 HAVE = all(shutil.which(t) for t in ("clang-19", "llc-19", "valgrind"))
 if not HAVE and not os.environ.get("CI"):
     pytest.skip("clang-19, llc-19 or valgrind not installed", allow_module_level=True)
-
-
-def first_legal(obs):
-    """The trivial policy: the first candidate whose mask is 1."""
-    return int(np.flatnonzero(obs["mask"].reshape(-1))[0])
 
 
 # 16 live words in a loop (ChaCha20's quarter rounds), argv: rounds and exit status,
