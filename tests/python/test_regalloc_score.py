@@ -199,12 +199,12 @@ def test_failure_message_skips_block_frequency_prints_without_a_name():
     # (no "[name]"), and the last one may be cut short; neither is the message
     stderr = (b"block-frequency-info: f\n - BB0[entry]: float = 1.0, int = 8\n"
               b"Some warning\n - BB45[]: float = 2.0, int = 16\n - BB46: float = 3.5, int = 28\n - BB47: flo")
-    assert rs._last_line(stderr) == "Some warning"
+    assert rs._last_stderr_line(stderr) == "Some warning"
     err = rs._failure("llc-19", "m.ll", -9, False, 60.0, stderr, 3)
     assert str(err).endswith("after 3 eviction decision(s): Some warning")
-    assert rs._last_line(b" - BB46: float = 3.5\n") == ""
+    assert rs._last_stderr_line(b" - BB46: float = 3.5\n") == ""
     # an error line still wins over everything after it
-    assert rs._last_line(b"llc-19: error: bad\n - BB46: float = 1.0\n") == "llc-19: error: bad"
+    assert rs._last_stderr_line(b"llc-19: error: bad\n - BB46: float = 1.0\n") == "llc-19: error: bad"
 
 
 def test_golden_mir_counts_weighted_by_block_frequency():

@@ -75,13 +75,23 @@ class CompilerFailed(MLBridgeError):
         self.result = result
 
 
+# a block-frequency print (-print-machine-bfi): "block-frequency-info: F", then
+# "- BB0[entry]: float = ...", or "- BB46: float = ..." for a block with no IR
+# block; a killed compiler can leave the last one cut short
+_BFI_PRINT = re.compile(r"^\s*(-\s+BB\d+\b|block-frequency-info:)")
+_ERROR_WORD = re.compile(r"\berror\b", re.I)
+_STACK_DUMP = re.compile(r"^(#\d+ |\d+\.\s|Stack dump:|PLEASE submit)")
+
+
 def _last_stderr_line(stderr: bytes) -> str:
-    """The compiler's first error line, else its last line outside a stack dump."""
-    lines = [ln.strip() for ln in stderr.decode("utf-8", "replace").splitlines() if ln.strip()]
+    """The compiler's first error line ("LLVM ERROR: ...", "llc-19: error: ..."),
+    else its last line that is neither a block-frequency print nor a stack dump's."""
+    lines = [ln.strip() for ln in stderr.decode("utf-8", "replace").splitlines()
+             if ln.strip() and not _BFI_PRINT.match(ln)]
     for ln in lines:
-        if re.search(r"\berror\b", ln, re.I):
+        if _ERROR_WORD.search(ln):
             return ln[:300]
-    lines = [ln for ln in lines if not re.match(r"^(#\d+ |\d+\.\s|Stack dump:|PLEASE submit)", ln)]
+    lines = [ln for ln in lines if not _STACK_DUMP.match(ln)]
     return lines[-1][:300] if lines else ""
 
 

@@ -58,7 +58,7 @@ from dataclasses import dataclass, field
 from typing import AbstractSet, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..core.errors import ArgumentError, MLBridgeError
-from .interactive import CompilerFailed, LLVMNotFound, regalloc_evict
+from .interactive import CompilerFailed, LLVMNotFound, _last_stderr_line, regalloc_evict
 
 __all__ = [
     "RegallocScoreError", "RegallocScoreArgumentError", "CompilerFailed",
@@ -506,26 +506,6 @@ def score_command(ir_path: str, out_mir: str, *, llc: str = "llc-19", extra_args
     return [llc, "-regalloc=greedy", *SCORE_ARGS, *extra_args, os.fspath(ir_path), "-o", os.fspath(out_mir)]
 
 
-# any line of a block-frequency print: a block with no IR block prints as
-# "- BB46: float = ..." (no "[name]"), and a killed llc can leave one cut short
-_BFI_ANY = re.compile(r"^\s*(-\s+BB\d+\b|block-frequency-info:)")
-_ERROR_WORD = re.compile(r"\berror\b", re.I)
-_STACK_DUMP = re.compile(r"^(#\d+ |\d+\.\s|Stack dump:|PLEASE submit)")
-
-
-def _last_line(stderr: bytes) -> str:
-    """The line of llc's stderr that says what went wrong: its first error
-    line ("LLVM ERROR: ...", "llc-19: error: ..."), else its last line that
-    is neither a block-frequency print nor a stack dump's."""
-    lines = [ln.strip() for ln in stderr.decode("utf-8", "replace").splitlines()
-             if ln.strip() and not _BFI_ANY.match(ln)]
-    for ln in lines:
-        if _ERROR_WORD.search(ln):
-            return ln[:300]
-    lines = [ln for ln in lines if not _STACK_DUMP.match(ln)]
-    return lines[-1][:300] if lines else ""
-
-
 def _failure(llc: str, ir_path: str, returncode: Optional[int], timed_out: bool, timeout: float,
              stderr: bytes, decisions: int) -> CompilerFailed:
     what = os.path.basename(llc)
@@ -537,7 +517,7 @@ def _failure(llc: str, ir_path: str, returncode: Optional[int], timed_out: bool,
         msg = f"{what} failed on {ir_path} (exit status {returncode})"
     if decisions:
         msg += f" after {decisions} eviction decision(s)"
-    last = _last_line(stderr)
+    last = _last_stderr_line(stderr)
     return CompilerFailed(msg + (f": {last}" if last else ""), returncode=returncode, stderr=stderr)
 
 
