@@ -424,6 +424,11 @@ def test_answers_are_checked_before_llvm_sees_them():
     assert legal_answers(lambda o: 2)(obs) == 2
     assert legal_answers(lambda o: np.array([1], dtype=np.int64))(obs) == 1
     assert legal_answers(lambda o: 1.0)(obs) == 1
+    for scalar in (np.int64(2), np.int32(1), np.argmax([0, 0, 1])):   # numpy scalars: a plain int for LLVM
+        got = legal_answers(lambda o, s=scalar: s)(obs)
+        assert type(got) is int and got == int(scalar)
+    with pytest.raises(IllegalAnswer, match="index 0, not a legal"):
+        legal_answers(lambda o: np.int64(0))(obs)
     for bad, text in ((0, "index 0, not a legal candidate (legal: [1, 2])"), (33, "index 33"), (-1, "index -1"),
                       (np.zeros(33), "33 values"), (1.5, "1.5"), ("x", "'x'")):
         with pytest.raises(IllegalAnswer, match=text.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[")

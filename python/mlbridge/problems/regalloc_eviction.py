@@ -192,10 +192,10 @@ class LegalAnswers:
 
     def __call__(self, obs: Any) -> Any:
         answer = self._ask(obs)
-        if type(answer) is int:   # the usual answer: checked without numpy's conversions
+        if type(answer) is int or isinstance(answer, np.integer):   # the usual answers (an argmax): no conversions
             mask = obs["mask"].reshape(-1)
             if 0 <= answer < mask.size and mask[answer]:
-                return answer
+                return int(answer)
         a = np.asarray(answer)
         if a.size != 1 or not (np.issubdtype(a.dtype, np.integer) or
                                (np.issubdtype(a.dtype, np.floating) and float(a.reshape(-1)[0]).is_integer())):
