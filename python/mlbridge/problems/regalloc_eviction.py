@@ -11,6 +11,7 @@ register allocation, the policy answering over llc's interactive channel, and
 scored (``measure_ir``). Training and the speed check are issue 23's second part."""
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import shlex
@@ -114,9 +115,7 @@ class RegallocEviction(Problem):
     def fingerprint(self) -> str:
         """What changes the score of one IR, besides llc and its options: the
         scorer's code (part of the baseline cache's key)."""
-        from ..llvm import regalloc_score
-        with open(regalloc_score.__file__, "rb") as f:
-            return hashlib.sha256(f.read()).hexdigest()
+        return _scorer_digest()
 
     def measure_ir(self, ir_path: str, recorded: Sequence[str], policy: Any = None, *, tools: Dict[str, str],
                    timeout: float) -> Measured:
@@ -138,6 +137,14 @@ class RegallocEviction(Problem):
         return Measured(float(s.total), s.decisions, s.seconds,
                         {"spills": s.spills, "reloads": s.reloads, "spill_reload_cost": s.spill_reload_cost,
                          "functions": len(s.functions)})
+
+
+@functools.lru_cache(maxsize=1)
+def _scorer_digest() -> str:
+    """The scorer's source hashed once a process, not once per module scored."""
+    from ..llvm import regalloc_score
+    with open(regalloc_score.__file__, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
 
 
 _OPT_LEVEL = re.compile(r"^-O(\d+|s|z|g|fast)?$")
