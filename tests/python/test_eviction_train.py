@@ -21,7 +21,7 @@ from conftest import ROOT, child_env
 from mlbridge.problems.base import Measured
 from mlbridge.train import eviction_trainer as et
 from mlbridge.train.eviction_policy import (CANDIDATES, INPUTS, PHI, RAW, EvictionPolicy, OnnxEvictionPolicy,
-                                            PolicyFileError, export_onnx, phi, warm_start)
+                                            PolicyFileError, export_onnx, load_policy, phi, warm_start)
 
 LLC = shutil.which("llc-19")
 CLANG = shutil.which("clang-19")
@@ -145,6 +145,31 @@ def test_the_policy_file_round_trips_and_a_bad_one_is_one_line(tmp_path):
     with pytest.raises(ValueError, match=f"{len(PHI)} weights"):
         EvictionPolicy([1.0, 2.0])
     assert set(INPUTS) == {"mask", "progress", *RAW}
+
+
+def test_a_malformed_policy_file_is_one_line(tmp_path):
+    """Wrong weight count or non-finite weights in a well-formed JSON, a truncated
+    .onnx, and an .onnx that is not an eviction model: each one PolicyFileError line."""
+    doc = EvictionPolicy(_weights(6)).as_dict()
+    for name, weights in (("short.json", [1.0, 2.0]), ("nan.json", [float("nan")] * len(PHI))):
+        (tmp_path / name).write_text(json.dumps(dict(doc, weights=weights)))
+        with pytest.raises(PolicyFileError) as e:
+            load_policy(str(tmp_path / name))
+        assert len(str(e.value).splitlines()) == 1 and name in str(e.value)
+    good = export_onnx(EvictionPolicy(_weights(6)), str(tmp_path / "p.onnx"))
+    assert not os.path.exists(good + ".tmp")
+    (tmp_path / "cut.onnx").write_bytes(open(good, "rb").read()[:100])
+    with pytest.raises(PolicyFileError) as e:
+        load_policy(str(tmp_path / "cut.onnx"))
+    assert len(str(e.value).splitlines()) == 1 and "cut.onnx" in str(e.value)
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])
+    g = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "g", [x],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), str(tmp_path / "other.onnx"))
+    with pytest.raises(PolicyFileError, match="not an eviction model: no input 'mask'"):
+        load_policy(str(tmp_path / "other.onnx"))
 
 
 # -- the ES run: checkpoints ---------------------------------------------------------------
