@@ -16,6 +16,7 @@ import shlex
 import subprocess
 import sys
 import textwrap
+import time
 import types
 
 import pytest
@@ -486,3 +487,22 @@ def test_the_cache_key_follows_llc_its_options_and_the_scorer(corpus, tmp_path):
     assert cache.get(key) is None   # an entry of the other kind is a miss for the .text cache, too
     assert default_cache_dir("regalloc-eviction").endswith(os.path.join("mlbridge", "regalloc-eviction-baseline"))
     assert default_cache_dir().endswith(os.path.join("mlbridge", "oz-text"))
+
+
+@needs_llvm
+def test_an_llc_that_hangs_is_a_timed_out_failure(cli, corpus, work):
+    # llc past --timeout: killed, each run a failure marked timed out, nothing cached
+    hang = work / "hanging-llc"
+    hang.write_text(f"#!/bin/sh\ncase \"$1\" in --version) exec {LLC} --version ;; esac\nexec sleep 60\n")
+    hang.chmod(0o755)
+    cache = str(work / "hang-cache")
+    t0 = time.monotonic()
+    data, errs = failures(cli(corpus, "--policy", "python:evict_policies:first_legal", "--json", "--llc", str(hang),
+                              "--cache-dir", cache, "--timeout", "2"))
+    assert time.monotonic() - t0 < 50
+    assert set(errs) == {"chacha20.o", "strhash.o"}
+    for v in errs.values():
+        assert {e["run"] for e in v} == {"baseline", "policy"}
+        for e in v:
+            assert e["timed_out"] is True and "hanging-llc did not finish" in e["error"] and "within 2 s" in e["error"]
+    assert not os.path.isdir(cache) or not any(files for _, _, files in os.walk(cache))
