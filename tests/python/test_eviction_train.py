@@ -185,6 +185,39 @@ class _FakeProblem:
         return Measured(1000.0 + float(np.sum(((w - target) / 100.0) ** 2)), 1, 0.0, {})
 
 
+def test_modules_whose_clang_dies_or_hangs_are_skipped_not_fatal(tmp_path):
+    """prepare_modules: a clang that exits non-zero, is killed by a signal or
+    outlives the timeout skips its module with a note; the one that works is kept."""
+    clang = tmp_path / "clang"
+    clang.write_text("#!/bin/sh\ncase \"$*\" in\n*-Ddies*) kill -9 $$;;\n*-Dfails*) exit 1;;\n"
+                     "*-Dhangs*) exec sleep 30;;\nesac\nfor a; do o=$a; done\n: > \"$o\"\n")
+    clang.chmod(0o755)
+
+    class Problem:
+        def codegen_args(self, recorded):
+            return []
+
+        def measure_ir(self, ir, recorded, policy, *, tools, timeout):
+            return Measured(1000.0, 1, 0.0, {})
+
+    def module(name):
+        bc = tmp_path / f"{name}.bc"
+        bc.write_bytes(b"")
+        return SimpleNamespace(name=name, bc=str(bc), command_file=str(tmp_path / f"{name}.cmd"),
+                               command=lambda n=name: ["-cc1", "-D" + n])
+
+    corpus = SimpleNamespace(root=str(tmp_path / "c"), modules=[module(n) for n in ("works", "fails", "dies", "hangs")])
+    notes = []
+    cfg = et.EvictionTrainConfig(modules=4, jobs=4, timeout=1.0)
+    run = tmp_path / "run"
+    run.mkdir()
+    kept = et.prepare_modules(str(run), [corpus], cfg, toolchain=SimpleNamespace(clang=str(clang), llc="llc-19",
+                                                                                  plugin=None),
+                              problem=Problem(), note=notes.append)
+    assert [m["module"] for m in kept] == ["works"]
+    assert sorted(notes) == [f"skipped {n}: clang failed making its IR" for n in ("dies", "fails", "hangs")]
+
+
 def _fake_run(tmp_path, name):
     run = tmp_path / name
     (run / "ir").mkdir(parents=True)

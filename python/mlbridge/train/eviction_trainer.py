@@ -121,9 +121,12 @@ def prepare_modules(run_dir: str, corpora: Sequence[Any], cfg: EvictionTrainConf
         recorded = cc1_args(module.command(), emit=())
         codegen = problem.codegen_args(recorded)
         if not os.path.exists(out):
-            p = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, timeout=cfg.timeout,
-                               cwd=ir_dir)
-            if p.returncode != 0:
+            try:
+                failed = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, timeout=cfg.timeout,
+                                        cwd=ir_dir).returncode != 0
+            except subprocess.TimeoutExpired:   # a hung clang skips its module as a failed one does
+                failed = True
+            if failed:
                 note(f"skipped {module.name}: clang failed making its IR")
                 return None
         try:
