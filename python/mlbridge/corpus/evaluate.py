@@ -545,10 +545,10 @@ def _score_ir(module: Module, policy: Policy, work: str, toolchain: Toolchain, o
             cached = cache.get_measured(cache_key)
         except OSError:
             cache_key = None
-    if cached is not None and policy.kind == "oz":
-        base = CompiledModule(module.name, ok=True, value=float(cached["value"]), details=cached["details"],
-                              decisions=0, command="(cached)")
-        return ModuleScore(module.name, base, base, baseline_cached=True, problem=problem)
+    cached_base = None if cached is None else CompiledModule(
+        module.name, ok=True, value=float(cached["value"]), details=cached["details"], decisions=0, command="(cached)")
+    if cached_base is not None and policy.kind == "oz":
+        return ModuleScore(module.name, cached_base, cached_base, baseline_cached=True, problem=problem)
 
     start = time.monotonic()
     try:
@@ -578,9 +578,8 @@ def _score_ir(module: Module, policy: Policy, work: str, toolchain: Toolchain, o
             return CompiledModule(module.name, ok=True, value=m.value, details=dict(m.details),
                                   decisions=m.decisions, seconds=ir_seconds + m.seconds, command=line)
 
-        if cached is not None:
-            base = CompiledModule(module.name, ok=True, value=float(cached["value"]), details=cached["details"],
-                                  decisions=0, command="(cached)")
+        if cached_base is not None:
+            base = cached_base
         else:
             base = measure(None, "baseline")
             if base.ok and cache is not None and cache_key is not None:
