@@ -40,6 +40,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..core.errors import ArgumentError, MLBridgeError
+from ..core.files import replace_when_complete
 from ..llvm import interactive as _llvm
 
 __all__ = [
@@ -699,9 +700,10 @@ def codec_benchmarks(names: Sequence[str] = ("lz4", "zstd", "brotli"), *, cache:
     os.makedirs(work_dir, exist_ok=True)
     text = os.path.join(work_dir, "workload-200000-1.txt")
     if not os.path.isfile(text):
-        with open(text + ".tmp", "wb") as f:
-            f.write(workload_text(200_000, 1))
-        os.replace(text + ".tmp", text)
+        def write(tmp: str) -> None:
+            with open(tmp, "wb") as f:
+                f.write(workload_text(200_000, 1))
+        replace_when_complete(text + ".tmp", text, write)
     main = os.path.join(_repo_regalloc(), "codec_main.c")
     setup = {
         "lz4": ("lz4", ("lz4libs/lz4.c", "lz4libs/lz4hc.c"), ("lz4libs",), ("-DCODEC_LZ4",), ()),
