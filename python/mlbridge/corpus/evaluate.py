@@ -574,7 +574,8 @@ def _score_ir(module: Module, policy: Policy, work: str, toolchain: Toolchain, o
             except Exception as exc:   # llc failed or died, the policy raised or answered wrong
                 what = _measure_error(exc).replace(ir, short)
                 return CompiledModule(module.name, ok=False, error=what, command=line, run=run,
-                                      timed_out="did not finish" in what, seconds=time.monotonic() - start)
+                                      timed_out=getattr(exc, "timed_out", False),
+                                      seconds=time.monotonic() - start)
             return CompiledModule(module.name, ok=True, value=m.value, details=dict(m.details),
                                   decisions=m.decisions, seconds=ir_seconds + m.seconds, command=line)
 

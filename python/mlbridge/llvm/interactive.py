@@ -65,14 +65,16 @@ class LLVMNotFound(FileNotFoundError):
 class CompilerFailed(MLBridgeError):
     """The compiler failed, was killed (by a signal, or at the timeout) or
     died mid-session. The message is one line; ``returncode`` and ``stderr``
-    are the compiler's, ``result`` the :class:`CompileResult` when known."""
+    are the compiler's, ``result`` the :class:`CompileResult` when known;
+    ``timed_out``: it was killed at the timeout."""
 
     def __init__(self, message: str, *, returncode: Optional[int] = None, stderr: bytes = b"",
-                 result: Optional[CompileResult] = None) -> None:
+                 result: Optional[CompileResult] = None, timed_out: bool = False) -> None:
         super().__init__(message)
         self.returncode = returncode
         self.stderr = stderr
         self.result = result
+        self.timed_out = timed_out or bool(result is not None and result.timed_out)
 
 
 # a block-frequency print (-print-machine-bfi): "block-frequency-info: F", then

@@ -518,7 +518,8 @@ def _failure(llc: str, ir_path: str, returncode: Optional[int], timed_out: bool,
     if decisions:
         msg += f" after {decisions} eviction decision(s)"
     last = _last_stderr_line(stderr)
-    return CompilerFailed(msg + (f": {last}" if last else ""), returncode=returncode, stderr=stderr)
+    return CompilerFailed(msg + (f": {last}" if last else ""), returncode=returncode, stderr=stderr,
+                          timed_out=timed_out)
 
 
 def score_module(ir_path: str, *, llc: str = "llc-19", extra_args: Sequence[str] = (), policy: Any = None,
