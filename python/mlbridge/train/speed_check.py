@@ -525,7 +525,8 @@ def count_instructions(bench: Benchmark, exe: str, build: str = "default", *,
             raise fail(f"{bench.name} ({build} build) did not finish within {bench.timeout:g} s under callgrind",
                        benchmark=bench.name, build=build) from None
     _check_output(bench, build, p.returncode, p.stdout, p.stderr)
-    text = open(log).read()
+    with open(log) as f:
+        text = f.read()
     m = re.search(r"Collected : ([\d ]+)", text)
     if m is None:
         raise SpeedCheckError(f"{bench.name} ({build} build): no instruction count in callgrind's log {log}")
@@ -563,7 +564,9 @@ def time_runs(bench: Benchmark, exe: str, build: str = "default", *,
         # unless another thread of this process reaps a child meanwhile)
         cpu.append(_last_child_cpu())
         if perf:
-            for ln in open(perf_out).read().splitlines():
+            with open(perf_out) as f:
+                perf_lines = f.read().splitlines()
+            for ln in perf_lines:
                 f = ln.split(",")
                 if len(f) > 2 and f[2].startswith("cycles") and f[0].strip().isdigit():
                     cycles.append(float(f[0]))
