@@ -194,6 +194,14 @@ def test_machine_bfi_keeps_each_functions_last_print():
     assert freqs == {"f": {0: 1.0, 1: 32.0, 2: 1.0}, "empty_body": {0: 1.0}}
 
 
+def test_machine_bfi_reads_blocks_without_an_ir_name():
+    # "BB3[]": an IR block without a name; "BB4": a block a machine pass made (no IR
+    # block at all). Both are printed by llc and must be read, not estimated.
+    text = ("block-frequency-info: g\n - BB0[entry]: float = 1.0, int = 8\n"
+            " - BB3[]: float = 2.5, int = 20\n - BB4: float = 7.0, int = 56\n")
+    assert rs.parse_machine_bfi(text) == {"g": {0: 1.0, 3: 2.5, 4: 7.0}}
+
+
 def test_failure_message_skips_block_frequency_prints_without_a_name():
     # llc killed mid-print: blocks with no IR block print as "- BB46: float = ..."
     # (no "[name]"), and the last one may be cut short; neither is the message

@@ -352,7 +352,9 @@ def _block_weights(blocks: List[_Block], given: Mapping[int, float]) -> Dict[int
 
 
 _BFI_HEADER = re.compile(r"^block-frequency-info:\s+(.*?)\s*$")
-_BFI_LINE = re.compile(r"^\s*-\s+BB(\d+)\[.*\]:\s+float\s+=\s+([0-9.eE+-]+)(?:,\s+int\s+=\s+(\d+))?")
+# "BB3[name]", "BB3[]" (an IR block without a name) or "BB3" (a block with no IR block,
+# made by a machine pass)
+_BFI_LINE = re.compile(r"^\s*-\s+BB(\d+)(?:\[.*\])?:\s+float\s+=\s+([0-9.eE+-]+)(?:,\s+int\s+=\s+(\d+))?")
 
 
 def parse_machine_bfi(stderr: str) -> Dict[str, Dict[int, float]]:
