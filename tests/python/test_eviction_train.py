@@ -18,6 +18,7 @@ import pytest
 
 from conftest import ROOT, child_env
 
+from mlbridge.llvm.interactive import CompilerFailed
 from mlbridge.problems.base import Measured
 from mlbridge.train import eviction_trainer as et
 from mlbridge.train.eviction_policy import (CANDIDATES, INPUTS, PHI, RAW, EvictionPolicy, OnnxEvictionPolicy,
@@ -252,6 +253,51 @@ def test_a_run_resumes_from_its_checkpoint_as_if_never_stopped(tmp_path):
     pol = EvictionPolicy.load(os.path.join(parts, "policy.json"))
     o = _random_obs(np.random.default_rng(7))
     assert OnnxEvictionPolicy(os.path.join(parts, "policy.onnx"))(o) == pol(o)
+
+
+class _FailingProblem(_FakeProblem):
+    """llc dies on module 1 under every candidate whose weights sum above the warm start's
+    (in each antithetic pair, one side), or under every candidate at all."""
+
+    def __init__(self, always=False):
+        self.always = always
+
+    def measure_ir(self, ir, recorded, policy, *, tools, timeout):
+        k = int(os.path.basename(ir).split(".")[0])
+        if k == 1 and (self.always or policy.weights.sum() > warm_start().weights.sum() + 1e-6):
+            raise CompilerFailed("llc-19 was killed by signal 11 (SIGSEGV) on 1.opt.bc", returncode=-11)
+        return super().measure_ir(ir, recorded, policy, tools=tools, timeout=timeout)
+
+
+def test_an_llc_that_dies_under_one_candidate_penalises_that_candidate_only(tmp_path):
+    run = _fake_run(tmp_path, "run")
+    notes = []
+    cfg = et.EvictionTrainConfig(modules=2, pairs=2, steps=2, jobs=2)
+    et.train_eviction(run, [], cfg, toolchain=SimpleNamespace(llc="llc-19"), problem=_FailingProblem(),
+                      note=notes.append)
+    st = json.load(open(os.path.join(run, "state.json")))
+    assert [h["generation"] for h in st["history"]] == [0, 1]          # the run went on
+    assert all(h["failed_candidates"] == 2 for h in st["history"])     # one of each of the 2 pairs
+    failed = [n for n in notes if "counted as twice the default's score" in n]
+    assert len(failed) == 4 and all("m1: llc-19 was killed by signal 11" in n for n in failed)
+    # the failed module counts as reward -1: such a candidate is never the best
+    w = EvictionPolicy.load(os.path.join(run, "policy.json")).weights
+    assert w.sum() <= warm_start().weights.sum() + 1e-6
+    res = et.fitness([warm_start().weights * 1.5, warm_start().weights], json.load(
+        open(os.path.join(run, "modules.json")))["kept"], problem=_FailingProblem(), llc="llc-19", jobs=1, timeout=1.0)
+    assert res[0]["failed"] and not res[1]["failed"]
+    m0 = _FakeProblem().measure_ir(os.path.join(run, "ir", "0.opt.bc"), [], EvictionPolicy(warm_start().weights * 1.5),
+                                   tools={}, timeout=1.0).value
+    assert res[0]["total"] == pytest.approx(m0 + 2000.0)               # module 1 as twice its default (1000)
+    assert res[0]["fitness"] == pytest.approx(((1000.0 - m0) / 1000.0 - 1.0) / 2)
+
+
+def test_an_llc_that_fails_for_every_candidate_ends_the_run_in_one_line(tmp_path):
+    run = _fake_run(tmp_path, "run")
+    cfg = et.EvictionTrainConfig(modules=2, pairs=2, steps=2, jobs=1)
+    with pytest.raises(et.EvictionTrainError, match=r"^llc failed for every candidate; the first: m1: llc-19 was "
+                                                     r"killed by signal 11 \(SIGSEGV\) on 1.opt.bc$"):
+        et.train_eviction(run, [], cfg, toolchain=SimpleNamespace(llc="llc-19"), problem=_FailingProblem(always=True))
 
 
 @pytest.mark.parametrize("text", ["{not json", '{"format": "mlbridge-eviction-es/1"}', "[]",

@@ -11,7 +11,8 @@
 2. **ES** (``train/es.py``'s antithetic ES with rank shaping, plain ascent), from
    the warm start, over the weights in units of ``eviction_policy.SCALE``: each candidate's fitness is the mean over the kept modules of the
    reward ``(default - policy) / default`` of the register-allocation score, every
-   answer checked legal (``legal_answers``). After every generation the state is
+   answer checked legal (``legal_answers``); a candidate under which llc fails on
+   a module counts that module as twice the default's score. After every generation the state is
    written atomically to ``RUN/state.json``, and the best weights so far to
    ``RUN/policy.json`` and ``RUN/policy.onnx``; a run resumes from its state.
 
@@ -25,7 +26,7 @@ import os
 import subprocess
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -35,6 +36,7 @@ from .es import ES
 from .eviction_policy import PHI, SCALE, EvictionPolicy, export_onnx, warm_start
 
 STATE_FORMAT = "mlbridge-eviction-es/1"
+FAILED_REWARD = -1.0   # a module llc failed on under a candidate: scored as twice the default's score
 
 
 class EvictionTrainError(MLBridgeError):
@@ -158,14 +160,23 @@ def prepare_modules(run_dir: str, corpora: Sequence[Any], cfg: EvictionTrainConf
 
 def fitness(weights: Sequence[np.ndarray], modules: Sequence[Dict[str, Any]], *, problem: Any, llc: str,
             jobs: int, timeout: float) -> List[Dict[str, Any]]:
-    """Per candidate: {"fitness": mean reward, "total": summed score, "baseline": summed default score}."""
+    """Per candidate: {"fitness": mean reward, "total": summed score, "baseline":
+    summed default score, "failed": ["MODULE: why", ...]}. A module whose llc fails,
+    dies or times out under a candidate counts as FAILED_REWARD for that candidate
+    alone (its score as twice the default's), so one bad candidate does not end the
+    generation; when every candidate fails somewhere (llc itself is broken), the
+    first failure is raised as EvictionTrainError."""
+    from ..llvm.interactive import CompilerFailed
     tools = {"llc": llc}
     jobs_list = [(i, m) for i in range(len(weights)) for m in modules]
 
-    def one(item: Any) -> float:
+    def one(item: Any) -> Tuple[Optional[float], str]:
         i, m = item
-        r = problem.measure_ir(m["ir"], m["recorded"], EvictionPolicy(weights[i]), tools=tools, timeout=timeout)
-        return float(r.value)
+        try:
+            r = problem.measure_ir(m["ir"], m["recorded"], EvictionPolicy(weights[i]), tools=tools, timeout=timeout)
+        except CompilerFailed as exc:
+            return None, f"{m['module']}: {exc}"
+        return float(r.value), ""
 
     with cf.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         values = list(pool.map(one, jobs_list))
@@ -173,9 +184,13 @@ def fitness(weights: Sequence[np.ndarray], modules: Sequence[Dict[str, Any]], *,
     n = len(modules)
     for i in range(len(weights)):
         vals = values[i * n:(i + 1) * n]
-        rewards = [(m["baseline"] - v) / m["baseline"] for m, v in zip(modules, vals)]
-        out.append({"fitness": float(np.mean(rewards)), "total": float(sum(vals)),
-                    "baseline": float(sum(m["baseline"] for m in modules))})
+        scores = [v if v is not None else m["baseline"] * (1 - FAILED_REWARD) for m, (v, _) in zip(modules, vals)]
+        rewards = [(m["baseline"] - v) / m["baseline"] for m, v in zip(modules, scores)]
+        out.append({"fitness": float(np.mean(rewards)), "total": float(sum(scores)),
+                    "baseline": float(sum(m["baseline"] for m in modules)),
+                    "failed": [why for v, why in vals if v is None]})
+    if out and all(r["failed"] for r in out):
+        raise EvictionTrainError(f"llc failed for every candidate; the first: {out[0]['failed'][0]}")
     return out
 
 
@@ -208,10 +223,14 @@ def train_eviction(run_dir: str, corpora: Sequence[Any], cfg: EvictionTrainConfi
         if cfg.budget_s is not None and time.monotonic() - start >= cfg.budget_s:
             break
         cands = es.ask()
-        res = fitness([_weights(c) for c in cands], modules, problem=problem, llc=str(toolchain.llc), jobs=cfg.jobs, timeout=cfg.timeout)
+        res = fitness([_weights(c) for c in cands], modules, problem=problem, llc=str(toolchain.llc), jobs=cfg.jobs,
+                      timeout=cfg.timeout)
+        for i, r in enumerate(res):
+            for why in r["failed"]:
+                note(f"step {es.generation}, candidate {i}: {why}; counted as twice the default's score")
         rec = es.tell([r["fitness"] for r in res])
         rec.update({"mean_total": res[0]["total"], "baseline_total": res[0]["baseline"],
-                    "elapsed_s": time.monotonic() - start})
+                    "failed_candidates": sum(1 for r in res if r["failed"]), "elapsed_s": time.monotonic() - start})
         history.append(rec)
         _write(run_dir, es, history, st)
         on_step(rec)
