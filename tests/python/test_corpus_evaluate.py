@@ -234,7 +234,7 @@ def test_garbage_module_is_reported_with_its_command(corpus, tmp_path):
     assert p.returncode == 1 and "Traceback" not in p.stderr
     data = json.loads(p.stdout)
     assert data["total"]["failed"] == 2 and data["total"]["ok"] == len(mods) - 2
-    assert f"module {mods[0]} failed (oz): clang exited with 1" in p.stderr
+    assert f"module {mods[0]} failed (oz): clang failed with exit status 1" in p.stderr
     assert "command: " in p.stderr and f"-x ir {os.path.join(str(bad), mods[0])}.bc" in p.stderr
     assert f"module {mods[1]} failed (oz): cannot read the module's command" in p.stderr and "-cc1" in p.stderr
     assert "2 of 6 modules failed" in p.stderr
@@ -252,7 +252,7 @@ def test_timeout_is_reported(corpus, tmp_path):
     assert data["total"]["failed"] == len(mini_corpus.C_FILES)
     errs = data["modules"][0]["errors"]
     assert errs[0]["timed_out"] and errs[0]["command"].startswith(str(fake))
-    assert "timed out after 0.5 s" in p.stderr
+    assert "clang did not finish within 0.5 s and was killed" in p.stderr
 
 
 def test_user_errors_are_one_line(tmp_path, capsys, monkeypatch):

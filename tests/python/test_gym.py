@@ -124,7 +124,7 @@ def test_episodes_over_shared_memory(mode):
             assert (steps, total, term, trunc) == (4, 4.0, True, False)
             assert info["decisions"] == 4
         else:
-            assert trunc and not term and steps == 2 and "exited with 3" in info["error"]
+            assert trunc and not term and steps == 2 and "failed with exit status 3" in info["error"]
         steps, total, term, _, _ = play(env, lambda o: 0)   # the next compilation, same channel
         assert term or mode == "die"
     finally:
@@ -151,7 +151,7 @@ def test_compiler_death_truncates_with_error():
     try:
         steps, total, term, trunc, info = play(env, lambda o: 1)
         assert steps == 2 and trunc and not term and total == -1.0
-        assert "exited with 3" in info["error"]
+        assert "failed with exit status 3" in info["error"]
         # The env stays usable.
         env.reset()
     finally:

@@ -136,7 +136,7 @@ def test_a_second_check_in_the_same_folder_reuses_the_default_build(prog, tmp_pa
     # what the reuse must not hide: another reference, another workload, another llc
     with pytest.raises(sc.BenchmarkFailed, match="reference output"):
         sc.speed_check([with_(prog, expected=b"x\n")], last, work_dir=str(tmp_path), repeats=0)
-    with pytest.raises(sc.BenchmarkFailed, match="exited with status 4"):
+    with pytest.raises(sc.BenchmarkFailed, match="failed with exit status 4"):
         sc.speed_check([with_(prog, args=("10", "4"))], last, work_dir=str(tmp_path), repeats=0)
     fewer = sc.speed_check([with_(prog, args=("5",), expected=_reference(prog, "5"))], last,
                            work_dir=str(tmp_path), repeats=0).programs[0]
@@ -177,11 +177,11 @@ def test_wrong_reference_output_is_a_failure(prog, tmp_path):
 
 def test_workload_exiting_non_zero_is_a_failure(prog, tmp_path):
     bad = with_(prog, args=("10", "3"))
-    with pytest.raises(sc.BenchmarkFailed, match=r"^mix \(default build\) exited with status 3$"):
+    with pytest.raises(sc.BenchmarkFailed, match=r"^mix \(default build\) failed with exit status 3$"):
         sc.speed_check([bad], first_legal, work_dir=str(tmp_path), repeats=0)
     # natively too (the timed runs check every output)
     exe, _, _ = sc.build_program(prog, None, str(tmp_path / "n"))
-    with pytest.raises(sc.BenchmarkFailed, match="exited with status 3"):
+    with pytest.raises(sc.BenchmarkFailed, match="failed with exit status 3"):
         sc.time_runs(bad, exe, repeats=1)
     with pytest.raises(sc.BenchmarkFailed, match="cannot open its stdin"):
         sc.count_instructions(with_(prog, stdin=str(tmp_path / "nope")), exe)
@@ -319,7 +319,7 @@ def test_perf_cycles_are_read_where_perf_counts_them(prog, tmp_path, monkeypatch
     assert p.cycles_policy.unit == "cycles" and p.cycles_policy.ci95 == 0
     # and the workload's failure still shows through perf
     exe = tmp_path / "w" / "mix" / "a" / "prog"
-    with pytest.raises(sc.BenchmarkFailed, match="exited with status 5"):
+    with pytest.raises(sc.BenchmarkFailed, match="failed with exit status 5"):
         sc.time_runs(with_(prog, args=("10", "5")), str(exe), repeats=1)
 
 

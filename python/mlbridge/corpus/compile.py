@@ -34,6 +34,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
+from ..core.ended import how_it_ended
 from ..core.errors import ArgumentError
 from ..problems import DEFAULT, Problem, resolve
 from .elf import ElfError, text_size
@@ -382,10 +383,10 @@ def compile_module(module: Module, policy: Policy, out_dir: str, toolchain: Tool
         res.seconds = time.monotonic() - start
         res.stderr = stderr
         if res.timed_out:
-            res.error = f"timed out after {options.timeout:g} s"
+            res.error = f"clang {how_it_ended(None, timed_out=True, timeout=options.timeout)}"
             return res
         if rc != 0:
-            res.error = f"clang exited with {rc}: {_last_lines(stderr)}"
+            res.error = f"clang {how_it_ended(rc)}: {_last_lines(stderr)}"
             return res
         res.error, res.decisions = problem.verdict(stderr, policy)
         if res.error is not None:

@@ -28,6 +28,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Union
 
+from ..core.ended import how_it_ended
 from ..problems import DEFAULT, Problem, ProblemError, resolve
 from .compile import (CompileOptions, CompiledModule, Policy, Toolchain, cc1_args, command_for, compile_module,
                       _last_lines)
@@ -108,7 +109,7 @@ class BaselineCache:
         command that optimizes it (IR_ARGS) and clang, llc and its version, its
         options (CODEGEN), the problem and its scorer (``fingerprint``)."""
         h = hashlib.sha256()
-        for part in (_CACHE_FORMAT, "ir", problem.name, getattr(problem, "fingerprint", lambda: "")(),
+        for part in (_CACHE_FORMAT, "ir", problem.name, problem.fingerprint(),
                      toolchain.version, os.path.realpath(toolchain.clang), toolchain.llc_version,
                      os.path.realpath(toolchain.llc or ""), "\0".join(ir_args), "\0".join(codegen)):
             h.update(part.encode() + b"\0")
@@ -530,11 +531,11 @@ def _score_ir(module: Module, policy: Policy, work: str, toolchain: Toolchain, o
     try:
         cmd = command_for(module, Policy("oz", "oz"), short, toolchain, ir_opts, problem)
         recorded = cc1_args(module.command(), emit=())
-        codegen = problem.codegen_args(recorded)   # type: ignore[attr-defined]
+        codegen = problem.codegen_args(recorded)
     except (CorpusError, OSError) as exc:
         return failed(f"cannot read the module's command: {exc}", f"(command of {module.name})", "clang")
     tools = {"llc": str(toolchain.llc)}
-    llc_line = lambda with_policy: problem.codegen_command(short, codegen, llc=str(toolchain.llc),  # type: ignore
+    llc_line = lambda with_policy: problem.codegen_command(short, codegen, llc=str(toolchain.llc),
                                                            policy=with_policy)
     ir_line = shlex.join(cmd)
     cache_key: Optional[str] = None
@@ -556,15 +557,15 @@ def _score_ir(module: Module, policy: Policy, work: str, toolchain: Toolchain, o
         p = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, timeout=options.timeout,
                            env=options.environ, cwd=folder)
     except subprocess.TimeoutExpired:
-        return failed(f"clang timed out after {options.timeout:g} s (optimizing the module to IR)", ir_line,
+        return failed(f"clang {how_it_ended(None, timed_out=True, timeout=options.timeout)} "
+                      "(optimizing the module to IR)", ir_line,
                       "clang", timed_out=True)
     except OSError as exc:
         return failed(f"cannot run {cmd[0]}: {exc}", ir_line, "clang")
     ir_seconds = time.monotonic() - start
     if p.returncode != 0:
-        how = f"was killed by signal {-p.returncode}" if p.returncode < 0 else f"exited with {p.returncode}"
         err = p.stderr.decode(errors="replace").strip()
-        return failed(f"clang {how} (optimizing the module to IR)" + (f": {_last_lines(err)}" if err else ""),
+        return failed(f"clang {how_it_ended(p.returncode)} (optimizing the module to IR)" + (f": {_last_lines(err)}" if err else ""),
                       ir_line, "clang")
     try:
         def measure(fn: Any, run: str) -> CompiledModule:

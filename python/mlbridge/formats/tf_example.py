@@ -34,7 +34,8 @@ FeatureList = _cls("FeatureList")
 def _fill(fl: Any, values: np.ndarray) -> None:
     """One Feature per step (row), int64_list for integer types, float_list for floats."""
     steps = values.shape[0]
-    rows = values.reshape(steps, -1)
+    # (no steps: numpy cannot infer a -1 dimension of an empty array)
+    rows = values.reshape(steps, -1) if steps else values.reshape(0, 0)
     if values.dtype.kind == "f":
         rows = rows.astype(np.float32, copy=False)
         for r in rows.tolist():

@@ -40,6 +40,7 @@ from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
 
+from ..core.ended import how_it_ended
 from ..core.errors import MLBridgeError
 from ..core.session import direct_call
 from ..transport.pipe_server import PipeServer
@@ -105,13 +106,7 @@ def check_result(result: CompileResult, cmd: Sequence[str], timeout: Optional[fl
     if result.ok:
         return result
     what = os.path.basename(str(cmd[0])) if cmd else "compiler"
-    if result.timed_out:
-        msg = f"{what} did not finish within {timeout:g} s and was killed" if timeout is not None \
-            else f"{what} timed out and was killed"
-    elif result.returncode is not None and result.returncode < 0:
-        msg = f"{what} was killed by signal {-result.returncode}"
-    else:
-        msg = f"{what} failed with exit status {result.returncode}"
+    msg = f"{what} {how_it_ended(result.returncode, timed_out=result.timed_out, timeout=timeout)}"
     if result.sessions:
         msg += f" during its session, after {decisions} decision(s)"
     last = _last_stderr_line(result.stderr)

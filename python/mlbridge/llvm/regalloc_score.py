@@ -57,6 +57,7 @@ import time
 from dataclasses import dataclass, field
 from typing import AbstractSet, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from ..core.ended import how_it_ended
 from ..core.errors import ArgumentError, MLBridgeError
 from .interactive import CompilerFailed, LLVMNotFound, _last_stderr_line, regalloc_evict
 
@@ -510,13 +511,7 @@ def score_command(ir_path: str, out_mir: str, *, llc: str = "llc-19", extra_args
 
 def _failure(llc: str, ir_path: str, returncode: Optional[int], timed_out: bool, timeout: float,
              stderr: bytes, decisions: int) -> CompilerFailed:
-    what = os.path.basename(llc)
-    if timed_out:
-        msg = f"{what} did not finish {ir_path} within {timeout:g} s (killed)"
-    elif returncode is not None and returncode < 0:
-        msg = f"{what} was killed by signal {-returncode} while compiling {ir_path}"
-    else:
-        msg = f"{what} failed on {ir_path} (exit status {returncode})"
+    msg = f"{os.path.basename(llc)} on {ir_path} {how_it_ended(returncode, timed_out=timed_out, timeout=timeout)}"
     if decisions:
         msg += f" after {decisions} eviction decision(s)"
     last = _last_stderr_line(stderr)

@@ -113,6 +113,21 @@ class Problem(ABC):
         deciding, and measured. TOOLS names the executables (e.g. ``llc``)."""
         raise NotImplementedError(f"{self.name} is measured from objects")
 
+    def codegen_args(self, recorded: Sequence[str]) -> List[str]:
+        """compiles_to "ir": the code generator's options for a module whose cc1
+        arguments were RECORDED (its -O level, relocation model, -mllvm options)."""
+        raise NotImplementedError(f"{self.name} is measured from objects")
+
+    def codegen_command(self, ir_path: str, args: Sequence[str], *, llc: str, policy: bool) -> str:
+        """compiles_to "ir": the code-generation command measure_ir runs, as a shell
+        line to show the user (with POLICY deciding, or the baseline)."""
+        raise NotImplementedError(f"{self.name} is measured from objects")
+
+    def fingerprint(self) -> str:
+        """What changes a measurement besides the tools and their options (e.g. the
+        scorer's code): part of the cached baselines' key. "" when nothing does."""
+        return ""
+
     def reward(self, baseline: float, value: float) -> float:
         """Relative improvement on the baseline (positive: the policy did better)."""
         return (baseline - value) / baseline if baseline > 0 else 0.0

@@ -39,6 +39,7 @@ import gymnasium
 import numpy as np
 from gymnasium import spaces
 
+from ..core.ended import how_it_ended
 from ..core.session import Model, Observation, Session
 from ..transport import open_server
 from ..transport.session_server import SessionServer
@@ -240,7 +241,7 @@ class _StreamBackend:
         if r.timed_out:
             return f"the compiler was killed at the episode timeout ({self.timeout} s)"
         if r.returncode != 0:
-            return f"the compiler exited with {r.returncode}: {r.stderr.decode(errors='replace')[-500:]}"
+            return f"the compiler {how_it_ended(r.returncode)}: {r.stderr.decode(errors='replace')[-500:]}"
         return ""
 
     def abort(self) -> None:

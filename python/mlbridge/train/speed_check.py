@@ -39,6 +39,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from ..core.ended import how_it_ended
 from ..core.errors import ArgumentError, MLBridgeError
 from ..core.files import replace_when_complete
 from ..llvm import interactive as _llvm
@@ -289,13 +290,13 @@ def _run_tool(cmd: List[str], what: str, timeout: float, cwd: Optional[str] = No
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=cwd)
     except subprocess.TimeoutExpired:
-        raise BuildFailed(f"{what}: {os.path.basename(cmd[0])} did not finish within {timeout:g} s") from None
+        raise BuildFailed(f"{what}: {os.path.basename(cmd[0])} {how_it_ended(None, timed_out=True, timeout=timeout)}") \
+            from None
     except OSError as exc:
         raise BuildFailed(f"{what}: cannot run {cmd[0]}: {exc.strerror}") from None
     if p.returncode != 0:
-        how = f"was killed by signal {-p.returncode}" if p.returncode < 0 else f"failed with exit status {p.returncode}"
         last = _one_line(p.stderr)
-        raise BuildFailed(f"{what}: {os.path.basename(cmd[0])} {how}" + (f": {last}" if last else ""))
+        raise BuildFailed(f"{what}: {os.path.basename(cmd[0])} {how_it_ended(p.returncode)}" + (f": {last}" if last else ""))
     return p
 
 
@@ -497,9 +498,8 @@ def _stdin(bench: Benchmark) -> Any:
 def _check_output(bench: Benchmark, build: str, returncode: int, stdout: bytes, stderr: bytes) -> None:
     fail = Miscompile if build == "policy" else BenchmarkFailed
     if returncode != 0:
-        how = f"was killed by signal {-returncode}" if returncode < 0 else f"exited with status {returncode}"
         last = _one_line(stderr.decode("utf-8", "replace"))
-        raise fail(f"{bench.name} ({build} build) {how}" + (f": {last}" if last else ""), benchmark=bench.name,
+        raise fail(f"{bench.name} ({build} build) {how_it_ended(returncode)}" + (f": {last}" if last else ""), benchmark=bench.name,
                    build=build)
     if stdout != bench.expected:
         got = stdout.decode("utf-8", "replace").strip().splitlines() or [""]
