@@ -28,7 +28,6 @@ import dataclasses
 import hashlib
 import os
 import shlex
-import shutil
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -192,20 +191,12 @@ def find_clang(clang: Optional[str] = None) -> str:
 
 
 def _find_tool(name: str, given: Optional[str]) -> str:
-    """GIVEN (a path or a name on PATH), else NAME in $MLBRIDGE_LLVM_TOOLS_DIR, else
-    NAME-19 on PATH; a SetupArgumentError about argument NAME otherwise."""
-    if given:
-        found = shutil.which(given)
-        if not found:
-            raise SetupArgumentError(name, f"{{arg}}: {given!r} not found")
-        return os.path.abspath(found)   # compiles run in scratch folders
-    tools = os.environ.get("MLBRIDGE_LLVM_TOOLS_DIR")
-    if tools and os.access(os.path.join(tools, name), os.X_OK):
-        return os.path.join(tools, name)
-    found = shutil.which(f"{name}-19")
-    if not found:
-        raise SetupArgumentError(name, f"{name}-19 not found on PATH (give {{arg}} or set MLBRIDGE_LLVM_TOOLS_DIR)")
-    return found
+    """llvm.interactive.find_tool, refused as a SetupArgumentError about argument NAME."""
+    from ..llvm.interactive import LLVMNotFound, find_tool
+    try:
+        return find_tool(name, given)
+    except LLVMNotFound as exc:
+        raise SetupArgumentError(name, f"{{arg}}: {exc}") from None
 
 
 def find_plugin(plugin: Optional[str] = None) -> str:

@@ -52,10 +52,11 @@ __all__ = [
     "inline", "regalloc_evict", "regalloc_priority", "check_result",
     "inline_command", "evict_command", "priority_command",
     "defined_functions", "call_sites", "recursive_functions", "count_calls", "count_instructions", "text_size",
-    "SUFFIX_ENV", "DEFAULT_SUFFIX",
+    "SUFFIX_ENV", "DEFAULT_SUFFIX", "TOOLS_DIR_ENV", "find_tool",
 ]
 
 SUFFIX_ENV = "MLBRIDGE_LLVM_SUFFIX"
+TOOLS_DIR_ENV = "MLBRIDGE_LLVM_TOOLS_DIR"   # a folder of LLVM tools without suffix (a build of LLVM)
 DEFAULT_SUFFIX = "-19"
 
 
@@ -115,14 +116,28 @@ def check_result(result: CompileResult, cmd: Sequence[str], timeout: Optional[fl
 
 
 def tool(name: str, path: Optional[str] = None) -> str:
-    """Path of LLVM tool ``name`` (e.g. "opt"): ``path`` if given, else
-    ``name + $MLBRIDGE_LLVM_SUFFIX`` (default ``-19``) found on PATH."""
-    if path:
-        return path
+    """Path of LLVM tool ``name`` (e.g. "opt"): ``path`` if given (as it is), else
+    what :func:`find_tool` finds."""
+    return path if path else find_tool(name)
+
+
+def find_tool(name: str, given: Optional[str] = None) -> str:
+    """The one lookup of an LLVM tool: GIVEN (a path, or a name on PATH) as an
+    absolute path (compiles run in scratch folders), else NAME in
+    ``$MLBRIDGE_LLVM_TOOLS_DIR``, else ``NAME + $MLBRIDGE_LLVM_SUFFIX`` (default
+    ``-19``) on PATH. :class:`LLVMNotFound` (one line) otherwise."""
+    if given:
+        found = shutil.which(given)
+        if not found:
+            raise LLVMNotFound(f"{given} is not on PATH")
+        return os.path.abspath(found)
+    tools = os.environ.get(TOOLS_DIR_ENV)
+    if tools and os.access(os.path.join(tools, name), os.X_OK):
+        return os.path.join(tools, name)
     exe = name + os.environ.get(SUFFIX_ENV, DEFAULT_SUFFIX)
     found = shutil.which(exe)
     if found is None:
-        raise LLVMNotFound(f"{exe} is not on PATH (set {SUFFIX_ENV} or pass an explicit path)")
+        raise LLVMNotFound(f"{exe} is not on PATH (set {TOOLS_DIR_ENV} or {SUFFIX_ENV}, or give the tool's path)")
     return found
 
 

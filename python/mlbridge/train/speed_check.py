@@ -236,13 +236,8 @@ class SpeedCheck:
 
 # ---- tools ------------------------------------------------------------------------
 def _tool(name: str, given: Optional[str]) -> str:
-    if given:
-        found = shutil.which(given)
-        if found is None:
-            raise ToolMissing(name, f"{{arg}}: {given} is not on PATH")
-        return found
     try:
-        return _llvm.tool(name)
+        return _llvm.find_tool(name, given)
     except _llvm.LLVMNotFound as exc:
         raise ToolMissing(name, f"{{arg}}: {exc}") from None
 
