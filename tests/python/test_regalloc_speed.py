@@ -343,3 +343,33 @@ def test_lz4_benchmark_reference_is_what_lz4_prints(tmp_path):
     assert out == b.expected
     with pytest.raises(ArgumentError, match="no codec benchmark 'gzip'"):
         sc.codec_benchmarks(["gzip"])
+
+
+# ---- the CPU time of one run ---------------------------------------------------------------------
+def test_a_runs_cpu_time_is_its_own_while_other_threads_reap_children():
+    """run_timed reaps its child with wait4: a CPU-heavy child that another thread
+    starts and reaps while the run is alive does not count in it (a difference of
+    getrusage(RUSAGE_CHILDREN) would add it)."""
+    import threading
+    r, w = os.pipe()
+    try:
+        result = {}
+        mine = threading.Thread(target=lambda: result.update(
+            mine=sc.run_timed(["sh", "-c", "read x; echo done"], stdin=r, timeout=120.0)))
+        mine.start()
+        busy = sc.run_timed([sys.executable, "-c", "sum(range(60_000_000))"], timeout=120.0)
+        os.write(w, b"go\n")      # only now may the first run end: the busy child was reaped during it
+        mine.join(timeout=120.0)
+    finally:
+        os.close(w)
+        os.close(r)
+    assert busy[0] == 0 and busy[3] > 0.2
+    code, out, err, seconds = result["mine"]
+    assert (code, out, err) == (0, b"done\n", b"") and seconds < busy[3] / 2
+
+
+def test_a_run_past_its_timeout_is_killed_and_reported_as_such():
+    code, out, err, seconds = sc.run_timed(["sh", "-c", "echo started; exec sleep 60"], timeout=0.5)
+    assert code is None and out == b"started\n"
+    code, _, _, _ = sc.run_timed(["sh", "-c", "exit 7"], timeout=60.0)
+    assert code == 7

@@ -32,7 +32,9 @@ import re
 import shutil
 import statistics
 import subprocess
+import signal
 import tempfile
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
@@ -543,21 +545,13 @@ def time_runs(bench: Benchmark, exe: str, build: str = "default", *,
         if perf:
             cmd = [shutil.which("perf") or "perf", "stat", "-x", ",", "-e", "cycles", "-o", perf_out, "--", *cmd]
         with _stdin(bench) as stdin:
-            _last_child_cpu()     # children so far (compilers, valgrind) are not this run's
-            proc = subprocess.Popen(cmd, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd,
-                                    env=_ENV)
-            try:
-                out, err = proc.communicate(timeout=bench.timeout)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.communicate()
-                fail = Miscompile if build == "policy" else BenchmarkFailed
-                raise fail(f"{bench.name} ({build} build) did not finish within {bench.timeout:g} s",
-                           benchmark=bench.name, build=build) from None
-        _check_output(bench, build, proc.returncode, out, err)
-        # the child's own CPU: Popen reaped it, RUSAGE_CHILDREN grew by it (and by nothing else
-        # unless another thread of this process reaps a child meanwhile)
-        cpu.append(_last_child_cpu())
+            returncode, out, err, seconds = run_timed(cmd, stdin=stdin, cwd=cwd, timeout=bench.timeout)
+        if returncode is None:
+            fail = Miscompile if build == "policy" else BenchmarkFailed
+            raise fail(f"{bench.name} ({build} build) did not finish within {bench.timeout:g} s",
+                       benchmark=bench.name, build=build)
+        _check_output(bench, build, returncode, out, err)
+        cpu.append(seconds)
         if perf:
             with open(perf_out) as f:
                 perf_lines = f.read().splitlines()
@@ -568,20 +562,57 @@ def time_runs(bench: Benchmark, exe: str, build: str = "default", *,
     return Timing.of(cpu, "s"), (Timing.of(cycles, "cycles") if cycles else None)
 
 
-_CHILD_CPU = [0.0]
+def run_timed(cmd: Sequence[str], *, stdin: Any = None, cwd: Optional[str] = None,
+              timeout: float) -> Tuple[Optional[int], bytes, bytes, float]:
+    """Runs CMD to its end: (exit status, or None when it was killed at TIMEOUT
+    seconds; stdout; stderr; its own CPU seconds, user + system). The child is
+    reaped here with wait4, which returns that child's resource use alone: other
+    threads starting and reaping children meanwhile do not count in it (as they
+    would in a difference of getrusage(RUSAGE_CHILDREN))."""
+    proc = subprocess.Popen(list(cmd), stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd,
+                            env=_ENV)
+    streams: Dict[str, bytes] = {}
 
+    def drain(name: str, f: Any) -> None:
+        streams[name] = f.read()
 
-def _children_cpu() -> float:
-    import resource
-    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return ru.ru_utime + ru.ru_stime
+    readers = [threading.Thread(target=drain, args=(n, f), daemon=True)
+               for n, f in (("out", proc.stdout), ("err", proc.stderr))]
+    for t in readers:
+        t.start()
+    lock, state = threading.Lock(), {"reaped": False, "killed": False}
 
+    def kill() -> None:
+        with lock:
+            # (a pid that wait4 freed an instant ago could in principle be reused by then; the
+            # kernel hands out pids in sequence, so not within microseconds)
+            if not state["reaped"]:
+                state["killed"] = True
+                try:
+                    os.kill(proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
 
-def _last_child_cpu() -> float:
-    now = _children_cpu()
-    d = now - _CHILD_CPU[0]
-    _CHILD_CPU[0] = now
-    return d
+    timer = threading.Timer(timeout, kill)
+    timer.daemon = True
+    timer.start()
+    try:
+        _, status, usage = os.wait4(proc.pid, 0)
+    except BaseException:   # interrupted: the child does not outlive the call
+        timer.cancel()
+        proc.kill()
+        proc.wait()
+        raise
+    with lock:
+        state["reaped"] = True
+    timer.cancel()
+    proc.returncode = os.waitstatus_to_exitcode(status)   # reaped: Popen must not wait for it again
+    for t in readers:
+        t.join()
+    proc.stdout.close()
+    proc.stderr.close()
+    return (None if state["killed"] else proc.returncode, streams.get("out", b""), streams.get("err", b""),
+            usage.ru_utime + usage.ru_stime)
 
 
 # ---- the check --------------------------------------------------------------------
