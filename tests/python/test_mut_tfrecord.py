@@ -160,3 +160,17 @@ def test_lengths_of_128_are_two_byte_varints(name_len):
         got = tf_example.serialize_sequence_example(lists)
         assert got == tf_example.sequence_example(lists).SerializeToString(deterministic=True)
         assert list(_parse(got).feature_lists.feature_list["v"].feature[0].float_list.value) == [1.0] * n
+
+
+@pytest.mark.skipif(np.finfo(np.longdouble).nmant < 60, reason="long double is no wider than double here")
+def test_long_double_values_are_rounded_once_to_float32():
+    """1 + 2^-24 + 2^-60 is just above halfway between two float32: rounded
+    once it is 1 + 2^-23; rounded first to double it is exactly halfway and
+    becomes 1.0. Both layouts give the float32 nearest the value."""
+    x = np.longdouble(1) + np.longdouble(2) ** -24 + np.longdouble(2) ** -60
+    want = float(np.float32(1 + 2 ** -23))
+    for lists in ({"f": np.array([[x, x]], np.longdouble)}, {"f": np.array([x], np.longdouble)}):
+        got = _parse(tf_example.serialize_sequence_example(lists)).feature_lists.feature_list["f"].feature[0]
+        assert set(got.float_list.value) == {want}
+        se = tf_example.sequence_example(lists).feature_lists.feature_list["f"].feature[0]
+        assert set(se.float_list.value) == {want}
