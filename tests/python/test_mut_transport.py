@@ -1,0 +1,113 @@
+"""Issue 26, mutation testing of transport/client.py and transport/supervise.py
+(docs/testing.md, "Mutation testing"): what the first mutmut run showed no
+test held. set_context bounded by the client's timeout; run_compiler where
+the kernel gives no pidfd (the waitid path), and with stdout a pipe."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import mlbridge
+from mlbridge import TensorSpec as T
+from mlbridge.core.errors import ChannelTimeout, MLBridgeError
+from mlbridge.transport import supervise
+from mlbridge.transport.channel import ServerChannel
+
+from conftest import HELPERS, PYDIR, child_env
+
+FAKE = os.path.join(HELPERS, "fake_compiler.py")
+FEATS = [T("x", "int64_t", [1])]
+ADV = [T("d", "int64_t", [1])]
+
+
+def cmd(fmt, mode, n=3):
+    return [sys.executable, FAKE, "{base}", fmt, mode, str(n)]
+
+
+def policy(obs):
+    return obs["x"] * 10
+
+
+# ---- client -----------------------------------------------------------------
+
+def test_set_context_to_a_model_that_stops_reading_times_out():
+    """The context message is bounded by the client's timeout like every
+    other call (not a write that waits forever), and the client is then unusable."""
+    ch = ServerChannel()   # holds the FIFOs; nobody reads after the header
+    try:
+        c = mlbridge.PipeClient(ch.base, FEATS, ADV, format="bitstream", timeout=0.3)
+        try:
+            with pytest.raises(ChannelTimeout):
+                c.set_context("f" * (4 << 20))   # far more than a pipe holds
+            with pytest.raises(MLBridgeError, match="unusable"):
+                c.evaluate({"x": np.array([1])})
+        finally:
+            c.close()
+    finally:
+        ch.close()
+
+
+# ---- run_compiler without a pidfd ----------------------------------------------
+
+@pytest.fixture
+def no_pidfd(monkeypatch):
+    """A kernel (before 5.3) or a sandbox without pidfd_open: run_compiler
+    watches the child with waitid between short idle waits."""
+    monkeypatch.delattr(os, "pidfd_open", raising=False)
+
+
+@pytest.mark.parametrize("fmt", ["bitstream", "json"])
+def test_without_pidfd_the_compiler_is_served_to_its_end(no_pidfd, fmt):
+    res = mlbridge.run_compiler(cmd(fmt, "ok", 4), policy, timeout=30, env=child_env())
+    assert res.returncode == 0 and res.ok and not res.timed_out, res.stderr
+    assert res.stdout.decode().split() == ["0", "10", "20", "30"]
+    assert res.decisions == 4 and len(res.sessions) == 1
+
+
+def test_without_pidfd_a_child_that_never_opens_the_channel_ends_the_wait(no_pidfd):
+    res = mlbridge.run_compiler(cmd("bitstream", "quiet"), policy, timeout=30, env=child_env())
+    assert res.returncode == 0 and res.sessions == [] and b"no decision needed" in res.stdout
+
+
+@pytest.mark.parametrize("pidfd", [True, False])
+def test_exited_tells_a_running_child_from_an_ended_one(monkeypatch, tmp_path, pidfd):
+    """_Child.exited: False while the child runs (waiting for a byte in a
+    FIFO we have not written yet), True once it has ended; asking does not reap it."""
+    if not pidfd:
+        monkeypatch.delattr(os, "pidfd_open", raising=False)
+    fifo = str(tmp_path / "gate")
+    os.mkfifo(fifo)
+    gate = os.open(fifo, os.O_RDWR)   # keeps the FIFO open: the child's open never waits, its read does
+    try:
+        child = supervise._Child([sys.executable, "-c", f"open({fifo!r}, 'rb').read(1)"], None, None)
+        try:
+            assert (child.pidfd is not None) == (pidfd and hasattr(os, "pidfd_open"))
+            # No byte in the FIFO yet: the child cannot have got past its read.
+            assert child.exited() is False
+            assert child.exited() is False
+            os.write(gate, b"x")   # the byte it waits for (kept in the FIFO until it reads it)
+            os.waitid(os.P_PID, child.proc.pid, os.WEXITED | os.WNOWAIT)   # blocks until it has exited
+            assert child.exited() is True
+            assert child.proc.returncode is None   # not reaped by exited()
+        finally:
+            rc = child.finish()
+    finally:
+        os.close(gate)
+    assert rc == 0
+
+
+def test_run_compiler_returns_with_stdout_a_pipe():
+    """The supervisor's own stdout is a pipe (a CI log, `| tee`): nothing in
+    how the child's end is noticed may depend on it."""
+    script = ("import sys, mlbridge\n"
+              f"res = mlbridge.run_compiler([sys.executable, {FAKE!r}, '{{base}}', 'json', 'ok', '2'],"
+              " lambda obs: obs['x'], timeout=30)\n"
+              "sys.stderr.write(f'{res.returncode} {res.decisions}\\n')\n")
+    r = subprocess.run([sys.executable, "-c", script], env=child_env(), stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=120, cwd=PYDIR)
+    assert r.returncode == 0, r.stderr.decode()
+    assert r.stderr.decode().split()[-2:] == ["0", "2"]
