@@ -13,11 +13,12 @@ import pytest
 
 import mlbridge
 from mlbridge import TensorSpec as T
-from mlbridge.core.errors import ChannelTimeout, MLBridgeError
+from mlbridge.core.errors import ChannelTimeout, MLBridgeError, RemoteError
 from mlbridge.transport import supervise
 from mlbridge.transport.channel import ServerChannel
 
 from conftest import HELPERS, PYDIR, child_env
+from test_faults import RawModel, ack_then
 
 FAKE = os.path.join(HELPERS, "fake_compiler.py")
 FEATS = [T("x", "int64_t", [1])]
@@ -49,6 +50,26 @@ def test_set_context_to_a_model_that_stops_reading_times_out():
             c.close()
     finally:
         ch.close()
+
+
+@pytest.mark.parametrize("fmt", ["json", "protobuf"])
+def test_a_model_that_ends_the_session_with_an_error(fmt):
+    """An error reply with id -1 to an observation: the model gave up on the
+    session. RemoteError for the session (id -1, the model's own words), and
+    the client refuses further use."""
+    m = RawModel(ack_then(lambda f, msg: f.error(-1, "ResourceExhausted: out of memory")))
+    try:
+        with mlbridge.PipeClient(m.base, FEATS, ADV, format=fmt, timeout=5) as c:
+            with pytest.raises(RemoteError) as e:
+                c.evaluate({"x": 1})
+            assert str(e.value) == "model ended the session: ResourceExhausted: out of memory"
+            assert e.value.id == -1 and e.value.remote == "ResourceExhausted: out of memory"
+            assert e.value.remote_type == "ResourceExhausted"
+            with pytest.raises(MLBridgeError, match="^the channel is unusable after an earlier error: "
+                                                   "ResourceExhausted: out of memory$"):
+                c.evaluate({"x": 2})
+    finally:
+        m.close()
 
 
 # ---- run_compiler without a pidfd ----------------------------------------------
