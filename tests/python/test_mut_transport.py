@@ -114,11 +114,21 @@ def test_exited_tells_a_running_child_from_an_ended_one(monkeypatch, tmp_path, p
             os.waitid(os.P_PID, child.proc.pid, os.WEXITED | os.WNOWAIT)   # blocks until it has exited
             assert child.exited() is True
             assert child.proc.returncode is None   # not reaped by exited()
+            assert child.proc.wait() == 0          # reaped (by someone else): still exited
+            assert child.exited() is True
         finally:
             rc = child.finish()
     finally:
         os.close(gate)
     assert rc == 0
+
+
+def test_without_setpriv_the_compiler_runs_as_is(monkeypatch):
+    """A Linux without util-linux's setpriv (or another system): the command
+    is not wrapped, and the compiler is served as usual."""
+    monkeypatch.setattr(supervise, "_SETPRIV", None)
+    res = mlbridge.run_compiler(cmd("protobuf", "ok", 2), policy, timeout=30, env=child_env())
+    assert res.returncode == 0 and res.stdout.decode().split() == ["0", "10"], res.stderr
 
 
 def test_run_compiler_returns_with_stdout_a_pipe():
