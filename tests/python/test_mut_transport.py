@@ -142,3 +142,62 @@ def test_run_compiler_returns_with_stdout_a_pipe():
                        stderr=subprocess.PIPE, timeout=120, cwd=PYDIR)
     assert r.returncode == 0, r.stderr.decode()
     assert r.stderr.decode().split()[-2:] == ["0", "2"]
+
+
+# ---- run_compiler's arguments ----------------------------------------------------
+
+def _tool(tmp_path, name, body):
+    """An executable script NAME in tmp_path/bin (found only through a PATH naming that folder)."""
+    d = tmp_path / "bin"
+    d.mkdir(exist_ok=True)
+    p = d / name
+    p.write_text(f"#!{sys.executable}\n{body}")
+    p.chmod(0o755)
+    return str(d)
+
+
+PDEATHSIG = ("import ctypes\nsig = ctypes.c_int(-1)\n"
+             "ctypes.CDLL(None).prctl(2, ctypes.byref(sig), 0, 0, 0)\n"   # PR_GET_PDEATHSIG
+             "print(sig.value)\n")
+
+
+@pytest.mark.skipif(supervise._SETPRIV is None, reason="no setpriv: compilers are not tied to the supervisor")
+def test_a_compiler_found_through_the_childs_path_dies_with_the_supervisor(tmp_path):
+    """The command is looked up on the PATH the child gets (``env``), not the
+    supervisor's: a compiler found there still gets SIGKILL as its parent-death signal."""
+    bindir = _tool(tmp_path, "mlbridge-test-tool", PDEATHSIG)
+    assert bindir not in os.environ.get("PATH", "").split(os.pathsep)
+    env = child_env(PATH=bindir + os.pathsep + os.environ.get("PATH", os.defpath))
+    res = mlbridge.run_compiler(["mlbridge-test-tool"], policy, timeout=30, env=env)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.split() == [b"9"]   # SIGKILL
+    # and a compiler given by its path
+    res = mlbridge.run_compiler([os.path.join(bindir, "mlbridge-test-tool")], policy, timeout=30)
+    assert res.returncode == 0 and res.stdout.split() == [b"9"], res.stderr
+
+
+def test_a_command_missing_from_the_childs_path_is_not_found(tmp_path, monkeypatch):
+    """Not on the child's PATH (an ``env`` without PATH: the default path) even
+    if on the supervisor's: FileNotFoundError, as Popen reports it."""
+    bindir = _tool(tmp_path, "mlbridge-test-tool", "print('ran')\n")
+    monkeypatch.setenv("PATH", bindir + os.pathsep + os.environ.get("PATH", os.defpath))
+    with pytest.raises(FileNotFoundError):
+        mlbridge.run_compiler(["mlbridge-test-tool"], policy, timeout=30, env={"HOME": str(tmp_path)})
+
+
+def test_base_in_environment_values_and_the_working_folder(tmp_path):
+    """``{base}`` in an env value is the channel base, as in an argument; ``cwd`` is the child's folder."""
+    script = "import os, sys; print(os.getcwd()); print(os.environ['CH']); print(sys.argv[1])"
+    res = mlbridge.run_compiler([sys.executable, "-c", script, "{base}"], policy, timeout=30,
+                                env=child_env(CH="plugin:{base}:x"), cwd=str(tmp_path))
+    assert res.returncode == 0, res.stderr
+    cwd, ch, arg = res.stdout.decode().splitlines()
+    assert os.path.samefile(cwd, tmp_path)
+    assert "{base}" not in arg and ch == f"plugin:{arg}:x"
+
+
+def test_the_format_given_is_the_only_one_served():
+    """run_compiler(format=...) pins the server's format: a json compiler is refused."""
+    res = mlbridge.run_compiler(cmd("json", "remote_error"), policy, timeout=30, format="protobuf", env=child_env())
+    assert res.returncode == 3 and res.decisions == 0, res.stderr
+    assert b"serves format protobuf" in res.stderr
