@@ -163,10 +163,28 @@ class MLBridgeInlineAdvisor final : public llvm::MLInlineAdvisor {
     if (calleesGiven_)
       report += "mlbridge: inliner callees: " + std::to_string(forced_) + " of " + std::to_string(queries_) +
                 " answers set by callee\n";
+    if (capped_)
+      report += "mlbridge: inliner cap: " + std::to_string(capped_) +
+                " call sites left out of line without asking: the module outgrew LLVM's ML inliner size cap "
+                "(-ml-advisor-size-increase-threshold)\n";
     llvm::errs() << report;
   }
 
  protected:
+  // Once the module's IR has grown past -ml-advisor-size-increase-threshold
+  // times its start, MLInlineAdvisor stops asking and inlines nothing more but
+  // mandatory calls (a guard against a runaway model). Counted here, so the
+  // stats say when a policy (or the stock heuristic behind the plugin) was cut
+  // short: -Oz itself has no such cap.
+  std::unique_ptr<llvm::InlineAdvice> getAdviceImpl(llvm::CallBase& cb) override {
+    const bool stopped = isForcedToStop();
+    std::unique_ptr<llvm::InlineAdvice> advice = llvm::MLInlineAdvisor::getAdviceImpl(cb);
+    if (stopped && advice && !advice->isInliningRecommended() && cb.getCaller() != cb.getCalledFunction() &&
+        !cb.getCalledFunction()->hasFnAttribute(llvm::Attribute::NoInline))
+      ++capped_;
+    return advice;
+  }
+
   std::unique_ptr<llvm::MLInlineAdvice> getAdviceFromModel(llvm::CallBase& cb,
                                                            llvm::OptimizationRemarkEmitter& ore) override {
     bool inlineIt = false;
@@ -220,6 +238,7 @@ class MLBridgeInlineAdvisor final : public llvm::MLInlineAdvisor {
   std::unordered_map<std::string, bool> callees_;  // callee name -> the answer for all its call sites
   bool calleesGiven_;
   size_t forced_ = 0;
+  size_t capped_ = 0;  // call sites refused without asking after the size cap
   std::unique_ptr<llvm::raw_fd_ostream> trace_;  // opened (append) when the advisor is made, written at its end
   std::string traceLines_;
 };

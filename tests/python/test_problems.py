@@ -253,3 +253,29 @@ def test_commands_refuse_what_they_cannot_serve_in_one_line(tmp_path, argv, prob
     want = "no such problem" if problem == "no-such" else f"`mlbridge {command}` cannot serve it"
     assert line.startswith("mlbridge: error: --problem ") and want in line
     assert os.listdir(tmp_path) == []   # refused before anything was written
+
+
+def test_the_inliner_size_cap_is_counted_from_the_plugins_stats():
+    """`mlbridge: inliner cap: N ...` lines (one per inliner run; the linker's too) are
+    the calls LLVM's ML inliner refused without asking; they are not decisions."""
+    from mlbridge.problems import get
+    p = get("inlining-size")
+    stderr = ("mlbridge: inliner: 40 model decisions, 0 stock decisions after an error\n"
+              "mlbridge: inliner cap: 20 call sites left out of line without asking: the module outgrew LLVM's ML "
+              "inliner size cap (-ml-advisor-size-increase-threshold)\n"
+              "mlbridge: inliner cap: 3 call sites left out of line without asking: ...\n"
+              "mlbridge: inliner cap: garbage\n")
+    assert p.capped(stderr) == 23
+    assert p.verdict(stderr, types.SimpleNamespace(kind="onnx")) == (None, 40)   # the cap lines are not decisions
+    assert p.capped("mlbridge: inliner: 40 model decisions, 0 stock decisions after an error\n") == 0
+    assert get("regalloc-eviction").capped(stderr) == 0
+
+
+def test_corpus_evaluate_says_when_the_cap_refused_calls(capsys):
+    from mlbridge.cli.corpus_evaluate import report_capped
+    report_capped({"total": {"capped": 0, "capped_modules": 0}, "modules": [{"module": "a.o"}]})
+    assert capsys.readouterr().err == ""
+    report_capped({"total": {"capped": 20, "capped_modules": 1}, "modules": [{"module": "a.o"}]})
+    err = capsys.readouterr().err
+    assert err.startswith("mlbridge: note: in 1 module(s) LLVM's ML inliner refused 20 call site(s) without asking")
+    assert err.count("\n") == 1

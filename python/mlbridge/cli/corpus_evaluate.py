@@ -169,7 +169,20 @@ def run(args: argparse.Namespace) -> int:
         if "where" in data:
             print_where(data["where"])
     report_failures(data)
+    report_capped(data)
     return 1 if data["total"]["failed"] else 0
+
+
+def report_capped(data: Dict[str, Any], stream: Any = None) -> None:
+    """One line when LLVM's ML inliner stopped asking the policy somewhere (its size
+    cap): those sizes are partly the cap's decisions, not the policy's."""
+    t = data["total"]
+    if t.get("capped"):
+        unit = _unit(data)
+        print(f"mlbridge: note: in {t['capped_modules']} {unit}(s) LLVM's ML inliner refused {t['capped']} call "
+              "site(s) without asking the policy: the module outgrew its size cap "
+              "(-ml-advisor-size-increase-threshold; docs/llvm-plugin.md, \"The size cap\")",
+              file=stream or sys.stderr)
 
 
 def report_failures(data: Dict[str, Any], stream: Any = None) -> None:

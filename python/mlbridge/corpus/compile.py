@@ -283,6 +283,8 @@ class CompiledModule:
     value: Optional[float] = None
     details: Dict[str, Any] = field(default_factory=dict)
     run: Optional[str] = None
+    #: questions the compiler refused without asking the policy (Problem.capped)
+    capped: int = 0
 
     def as_dict(self) -> Dict[str, Any]:
         return {k: getattr(self, k) for k in ("module", "ok", "text_bytes", "seconds", "command", "error",
@@ -380,6 +382,7 @@ def compile_module(module: Module, policy: Policy, out_dir: str, toolchain: Tool
             res.error = f"clang {how_it_ended(rc)}: {_last_lines(stderr)}"
             return res
         res.error, res.decisions = problem.verdict(stderr, policy)
+        res.capped = problem.capped(stderr)
         if res.error is not None:
             return res
         if options.bitcode:   # LTO bitcode for a link: nothing to measure yet

@@ -174,7 +174,7 @@ class ModuleScore:
             "delta": self.delta, "delta_pct": _pct(self.delta, self.baseline.text_bytes),
             "oz_seconds": None if self.baseline_cached else round(self.baseline.seconds, 4),
             "policy_seconds": round(self.policy.seconds, 4), "decisions": self.policy.decisions,
-            "oz_cached": self.baseline_cached,
+            "capped": self.policy.capped, "oz_cached": self.baseline_cached,
         }
         if not self.ok:
             d["errors"] = [{"run": "oz" if r is self.baseline else "policy", "error": r.error,
@@ -232,7 +232,8 @@ class Evaluation:
                 "oz_text": oz, "policy_text": pol, "delta": pol - oz, "delta_pct": _pct(pol - oz, oz),
                 "smaller": sum(1 for s in ok if (s.delta or 0) < 0),
                 "larger": sum(1 for s in ok if (s.delta or 0) > 0),
-                "decisions": sum(s.policy.decisions or 0 for s in ok)}
+                "decisions": sum(s.policy.decisions or 0 for s in ok),
+                "capped": sum(s.policy.capped for s in ok), "capped_modules": sum(1 for s in ok if s.policy.capped)}
 
     def _ir_totals(self, problem: Problem) -> Dict[str, Any]:
         ok = [s for s in self.scores if s.ok]

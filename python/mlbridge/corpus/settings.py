@@ -192,7 +192,7 @@ def build_program(corpus: Corpus, program: Program, policy: Policy, setting: Set
     try:
         members = program.members(corpus)
         opts = setting.compile_options(program, options)
-        decisions = 0
+        decisions = capped = 0
         for m in members:
             r = compile_module(m, policy, folder, toolchain, opts, tag=tag)
             if r.object_path:
@@ -202,10 +202,12 @@ def build_program(corpus: Corpus, program: Program, policy: Policy, setting: Set
                                                                       r.timed_out, r.stderr)
                 return res
             decisions += r.decisions or 0
+            capped += r.capped
         linked = link_program(program, made, policy, setting, folder, toolchain, options,
                               opt_level(members[0]), keep=keep, extra_env=link_env)
         if linked.decisions is not None or policy.uses_plugin or policy.in_linker.uses_plugin:
             linked.decisions = decisions + (linked.decisions or 0)
+        linked.capped += capped
         return linked
     except (CorpusError, OSError) as exc:
         res.error = str(exc)
@@ -248,6 +250,7 @@ def link_program(program: Program, inputs: Sequence[str], policy: Policy, settin
             return res
         if setting.lto:
             res.error, res.decisions = _INLINING.verdict(stderr, policy.in_linker)
+            res.capped = _INLINING.capped(stderr)
             if res.error is not None:
                 res.error = f"in the linker: {res.error}"
                 return res

@@ -102,6 +102,11 @@ class Problem(ABC):
         """From a compile's stderr: why its result is not POLICY's (None if it
         is), and how many decisions the policy made (None if unknown)."""
 
+    def capped(self, stderr: str) -> int:
+        """Questions the compiler refused without asking the policy (a guard of the
+        compiler's own, e.g. LLVM's ML inliner size cap), from a compile's stderr."""
+        return 0
+
     @abstractmethod
     def measure(self, compiled: Compiled) -> float:
         """The number this problem minimizes, for one compile's output."""

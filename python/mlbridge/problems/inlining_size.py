@@ -50,8 +50,22 @@ class InliningForSize(Problem):
             return "the plugin did not report its inliner (was the module's pipeline without an inliner?)", None
         return None, decisions
 
+    def capped(self, stderr: str) -> int:
+        """Sum of `mlbridge: inliner cap: N call sites ...` lines: calls MLInlineAdvisor
+        refused without asking once the module outgrew -ml-advisor-size-increase-threshold."""
+        total = 0
+        for ln in stderr.splitlines():
+            if ln.startswith(_CAP):
+                words = ln[len(_CAP):].split()
+                if words and words[0].isdigit():
+                    total += int(words[0])
+        return total
+
     def measure(self, compiled: Compiled) -> float:
         return float(compiled.text_bytes) if compiled.text_bytes is not None else float("nan")
+
+
+_CAP = "mlbridge: inliner cap: "
 
 
 def _decisions(stderr: str) -> Optional[int]:

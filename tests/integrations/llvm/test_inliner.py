@@ -121,6 +121,31 @@ def test_clang_with_mllvm_options_and_with_environment(tmp_path):
     assert by_flag != stock   # never inlining leaves a different (here: larger) binary
 
 
+def test_the_ml_inliners_size_cap_is_reported_not_silent(tmp_path):
+    """Past -ml-advisor-size-increase-threshold times the module's starting size,
+    LLVM's MLInlineAdvisor stops asking and inlines nothing more (a guard against a
+    runaway model; -Oz has no such cap). The stats say how many call sites were
+    refused that way; while the cap does not fire, the plugin with the stock
+    heuristic deciding every call is -Oz to the byte. (The cap is lowered here so a
+    small file reaches it; pymunk's cpSpaceDebug.c reaches LLVM's default of 2.)"""
+    src, obj = os.path.join(CORPUS, "geom.c"), str(tmp_path / "geom.o")
+    stock = plugin_driver.compile_sizes([src], str(tmp_path), "-Oz")["geom.c"]
+    (tmp_path / "callees.txt").write_text("")       # no callee listed: the stock heuristic answers every question
+    env = dict(os.environ, MLBRIDGE_INLINE_CALLEES=str(tmp_path / "callees.txt"), MLBRIDGE_INLINE_STATS="1")
+    load = [f"-fpass-plugin={PLUGIN}"]
+    capped = {}
+    for threshold in ("2", "1.05"):
+        r = run(plugin_driver.clang_command(src, obj, "-Oz", [*load, "-mllvm",
+                                            f"-ml-advisor-size-increase-threshold={threshold}"]), env=env)
+        assert r.returncode == 0, r.stderr
+        lines = [ln for ln in r.stderr.splitlines() if ln.startswith("mlbridge: inliner cap: ")]
+        capped[threshold] = (int(lines[0].split()[3]) if lines else 0, plugin_driver.text_size(obj))
+        assert len(lines) <= 1 and "mlbridge: warning" not in r.stderr, r.stderr
+    assert capped["2"] == (0, stock)
+    refused, size = capped["1.05"]
+    assert refused > 10 and size > stock    # geom.c's small helpers stay out of line: larger than -Oz
+
+
 def test_clang_runs_a_python_policy_over_pipes(tmp_path):
     src, obj = os.path.join(CORPUS, "geom.c"), str(tmp_path / "geom.o")
     cmd = plugin_driver.clang_command(src, obj, "-Oz", plugin_driver.plugin_args(PLUGIN, "pipe", channel="{base}"))
