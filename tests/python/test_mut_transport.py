@@ -13,7 +13,7 @@ import pytest
 
 import mlbridge
 from mlbridge import TensorSpec as T
-from mlbridge.core.errors import ChannelTimeout, MLBridgeError, RemoteError
+from mlbridge.core.errors import ChannelTimeout, MLBridgeError, ProtocolError, RemoteError, SpecMismatch
 from mlbridge.transport import supervise
 from mlbridge.transport.channel import ServerChannel
 
@@ -57,7 +57,9 @@ def test_a_model_that_ends_the_session_with_an_error(fmt):
     """An error reply with id -1 to an observation: the model gave up on the
     session. RemoteError for the session (id -1, the model's own words), and
     the client refuses further use."""
-    m = RawModel(ack_then(lambda f, msg: f.error(-1, "ResourceExhausted: out of memory")))
+    got = []
+    session_error = ack_then(lambda f, msg: f.error(-1, "ResourceExhausted: out of memory"))
+    m = RawModel(lambda f, msg: got.append(type(msg).__name__) or session_error(f, msg))
     try:
         with mlbridge.PipeClient(m.base, FEATS, ADV, format=fmt, timeout=5) as c:
             with pytest.raises(RemoteError) as e:
@@ -70,6 +72,88 @@ def test_a_model_that_ends_the_session_with_an_error(fmt):
                 c.evaluate({"x": 2})
     finally:
         m.close()
+    assert got == ["Header", "ObservationMessage"]   # no "end" to a model that ended the session
+
+
+def test_a_header_the_model_never_reads_times_out():
+    """The header is bounded by the timeout too: one bigger than a pipe holds,
+    to a model that never reads, is ChannelTimeout (not a write that waits forever)."""
+    feats = [T(f"feature_with_a_long_name_{i:05d}", "int64_t", [1]) for i in range(16000)]   # 1.3 MB > 1 MiB
+    ch = ServerChannel()
+    try:
+        with pytest.raises(ChannelTimeout):
+            mlbridge.PipeClient(ch.base, feats, ADV, format="bitstream", timeout=0.3)
+    finally:
+        ch.close()
+
+
+@pytest.mark.parametrize("fmt", ["json", "protobuf"])
+def test_a_refused_session_is_a_remote_error_for_the_session(fmt):
+    m = RawModel(lambda f, msg: f.error(-1, "SpecMismatch: no such model") if type(msg).__name__ == "Header"
+                 else None)
+    try:
+        with pytest.raises(RemoteError) as e:
+            mlbridge.PipeClient(m.base, FEATS, ADV, format=fmt, timeout=5)
+        assert str(e.value) == "model refused the session: SpecMismatch: no such model"
+        assert e.value.id == -1 and e.value.remote == "SpecMismatch: no such model"
+    finally:
+        m.close()
+
+
+def test_duplicate_spec_names_are_refused_before_connecting(tmp_path):
+    base = str(tmp_path / "nobody")
+    with pytest.raises(ValueError, match=r"^duplicate feature name 'x'$"):
+        mlbridge.PipeClient(base, [T("x", "int64_t", [1]), T("x", "float", [1])], ADV, timeout=0.1)
+    with pytest.raises(ValueError, match=r"^duplicate advice name 'd'$"):
+        mlbridge.PipeClient(base, FEATS, [T("d", "int64_t", [1]), T("d", "int64_t", [1])], timeout=0.1)
+
+
+TWO = [T("a", "int64_t", [2]), T("b", "float", [1])]
+
+
+@pytest.mark.parametrize("fmt", ["bitstream", "json"])
+def test_features_as_a_dict_a_sequence_or_one_value(serve, fmt):
+    """Several features: a dict by name or a sequence in header order (checked
+    against the specs); a single feature: its value alone, even a list."""
+    srv = serve(lambda obs: int(obs["a"].sum()) + int(obs["b"][0] * 10), sessions=1)
+    with mlbridge.PipeClient(srv.base, TWO, ADV, format=fmt, timeout=5) as c:
+        assert c.evaluate({"a": [1, 2], "b": [0.5]}).tolist() == [8]
+        assert c.evaluate([[3, 4], [1.0]]).tolist() == [17]
+        assert c.evaluate(([5, 6], np.array([0.0], np.float32))).tolist() == [11]
+        with pytest.raises(SpecMismatch, match=r"^features must be a dict by name or a sequence in header order$"):
+            c.evaluate([[3, 4], [1.0], [2.0]])
+        with pytest.raises(SpecMismatch, match=r"feature 'a'"):
+            c.evaluate([[3, 4, 5], [1.0]])
+        assert c.evaluate([[0, 0], [0.0]]).tolist() == [0]   # refusals above sent nothing
+    one = [T("x", "int64_t", [2])]
+    srv2 = serve(lambda obs: int(obs["x"][0] - obs["x"][1]), sessions=1)
+    with mlbridge.PipeClient(srv2.base, one, ADV, format=fmt, timeout=5) as c:
+        assert c.evaluate([7, 2]).tolist() == [5]
+        assert c.evaluate(np.array([1, 4])).tolist() == [-3]
+        with pytest.raises(SpecMismatch, match=r"feature 'x'"):
+            c.evaluate([1, 2, 3])
+
+
+@pytest.mark.parametrize("fmt", ["json", "protobuf"])
+def test_bytes_before_the_observation_are_refused(fmt):
+    """Bytes the model sent with its acknowledgment, before any observation:
+    not taken for the reply; ProtocolError counting them."""
+    got = []
+
+    def answer(f, msg):
+        got.append(type(msg).__name__)
+        if type(msg).__name__ == "Header":
+            return f.ack() + b"junk!\n"
+        return None
+    m = RawModel(answer)
+    try:
+        with mlbridge.PipeClient(m.base, FEATS, ADV, format=fmt, timeout=5) as c:
+            with pytest.raises(ProtocolError, match=r"^the model sent 6 bytes nobody asked for$"):
+                c.evaluate({"x": 1})
+    finally:
+        m.close()
+    # nothing sent after the header: not the observation, and no "end" from a client out of step
+    assert got == ["Header"]
 
 
 # ---- run_compiler without a pidfd ----------------------------------------------
@@ -201,3 +285,15 @@ def test_the_format_given_is_the_only_one_served():
     res = mlbridge.run_compiler(cmd("json", "remote_error"), policy, timeout=30, format="protobuf", env=child_env())
     assert res.returncode == 3 and res.decisions == 0, res.stderr
     assert b"serves format protobuf" in res.stderr
+
+
+def test_the_result_of_a_run_ended_by_a_policy_error():
+    """Bitstream cannot report a policy error: the compiler is killed and the
+    error re-raised, with the partial result (not timed out: killed for the error)."""
+    def bad(obs):
+        raise RuntimeError("policy bug")
+
+    with pytest.raises(RuntimeError, match="policy bug") as e:
+        mlbridge.run_compiler(cmd("bitstream", "spin_on_error"), bad, timeout=60, env=child_env())
+    res = e.value.result
+    assert res.timed_out is False and res.returncode == -9 and not res.ok
