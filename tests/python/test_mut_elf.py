@@ -167,6 +167,22 @@ def test_malformed_headers(change, message):
         elf.text_size_of(change(data))
 
 
+def test_malformed_32_bit_headers():
+    data = build([sec(".text", b"\0" * 9)], is64=False)
+    assert elf.text_size_of(data) == 9
+    with pytest.raises(ElfError, match=r"^object: ELF header at offset 0 size 52 is outside the file \(40 bytes\)$"):
+        elf.text_size_of(data[:40])
+    with pytest.raises(ElfError, match=r"^object: section header entry size 39 < 40$"):
+        elf.text_size_of(_patch(data, "<H", 0x2E, 39))
+
+
+def test_extended_numbering_with_section_0_outside_the_file():
+    data = build([sec(".text", b"\0")], xnum=True)
+    with pytest.raises(ElfError, match=rf"^object: section header 0 at offset {len(data) + 8} size 64 is outside "
+                                       rf"the file \({len(data)} bytes\)$"):
+        elf.text_size_of(_patch(data, "<Q", 0x28, len(data) + 8))
+
+
 def test_too_many_sections():
     data = build([sec(".text", b"\0")], xnum=True)
     shoff = struct.unpack_from("<Q", data, 0x28)[0]
