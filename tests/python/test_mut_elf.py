@@ -285,6 +285,26 @@ def test_symbol_names_past_the_table_or_unterminated(tmp_path):
     assert elf.function_sizes(write(tmp_path, data)) == {"g": 2}   # unterminated "g" read to the end
 
 
+@pytest.mark.parametrize("is64,little", LAYOUTS, ids=IDS)
+def test_symbol_name_offsets_at_the_edge_and_names_not_utf8(tmp_path, is64, little):
+    """A name offset equal to the name table's length, or with its top bit
+    set (0xffffffff), is past the table: that symbol is skipped. A name that
+    is not UTF-8 is read with replacement characters."""
+    e = "<" if little else ">"
+    syms = [("at_end", func(), 1, 0, 1), ("top_bit", func(), 1, 8, 2), ("x", func(), 1, 16, 3),
+            ("ok", func(), 1, 24, 4)]
+    tab, names = symtab(syms, is64, little)
+    names = names.replace(b"\0x\0", b"\0\xff\0")   # the third name: one byte that is not UTF-8
+    tab = bytearray(tab)
+    entry = 24 if is64 else 16
+    struct.pack_into(e + "I", tab, 1 * entry, len(names))
+    struct.pack_into(e + "I", tab, 2 * entry, 0xFFFF_FFFF)
+    data = build([sec(".text", b"\0" * 64), sec(".text.g"), sec(".data"),
+                  sec(".symtab", bytes(tab), type=elf.SHT_SYMTAB, link=5), sec(".strtab", names, type=3)],
+                 is64, little)
+    assert elf.function_sizes(write(tmp_path, data)) == {"\ufffd": 3, "ok": 4}
+
+
 def test_a_symbol_table_cut_mid_entry_reads_whole_entries(tmp_path):
     tab, names = symtab([("f", func(), 1, 0, 10), ("g", func(), 1, 8, 2)])
     data = build([sec(".text", b"\0" * 64), sec(".text.g"), sec(".data"),
