@@ -276,6 +276,24 @@ def test_defined_dynamic_symbols(tmp_path, is64, little):
     assert elf.defined_dynamic_symbols(write(tmp_path, _with_symbols(syms), "s.o")) == set()
 
 
+@pytest.mark.parametrize("is64,little", LAYOUTS, ids=IDS)
+def test_a_symbol_at_name_offset_0_has_no_name(tmp_path, is64, little):
+    """Name offset 0 is the name table's leading NUL: the empty name (a
+    section symbol, say), not an export, and a function counted under ""."""
+    e = "<" if little else ">"
+    tab, names = symtab([("exported", func(), 1, 0, 4), ("unnamed", func(), 1, 8, 6)], is64, little)
+    tab = bytearray(tab)
+    struct.pack_into(e + "I", tab, 2 * (24 if is64 else 16), 0)   # "unnamed": name offset 0
+    for table_type, name in ((elf.SHT_DYNSYM, "d.o"), (elf.SHT_SYMTAB, "s.o")):
+        data = build([sec(".text", b"\0" * 64), sec(".text.g"), sec(".data"),
+                      sec(".tab", bytes(tab), type=table_type, link=5), sec(".names", names, type=3)], is64, little)
+        path = write(tmp_path, data, name)
+        if table_type == elf.SHT_DYNSYM:
+            assert elf.defined_dynamic_symbols(path) == {"exported"}
+        else:
+            assert elf.function_sizes(path) == {"exported": 4, "": 6}
+
+
 def test_symbol_names_past_the_table_or_unterminated(tmp_path):
     tab, names = symtab([("f", func(), 1, 0, 10), ("g", func(), 1, 8, 2)])
     tab = bytearray(tab)
