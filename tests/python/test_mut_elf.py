@@ -183,6 +183,26 @@ def test_extended_numbering_with_section_0_outside_the_file():
         elf.text_size_of(_patch(data, "<Q", 0x28, len(data) + 8))
 
 
+@pytest.mark.parametrize("is64,little", LAYOUTS, ids=IDS)
+def test_header_fields_with_the_top_bit_set_are_unsigned(tmp_path, is64, little):
+    """Offsets, sizes and counts are unsigned: a section-table offset or a
+    section offset with its top bit set is far past the end (the message says
+    where), 0x8000 sections are 0x8000 sections."""
+    e = "<" if little else ">"
+    data = build([sec(".llvmbc", b"BC")], is64, little)
+    shoff_at, count_at = (0x28, 0x3C) if is64 else (0x20, 0x30)
+    far = (1 << 63) + 8 if is64 else (1 << 31) + 8
+    with pytest.raises(ElfError, match=rf"^object: section header table at offset {far} size \d+ is outside"):
+        elf.text_size_of(_patch(data, e + ("Q" if is64 else "I"), shoff_at, far))
+    with pytest.raises(ElfError, match=r"^object: 32768 section headers do not fit in the file$"):
+        elf.text_size_of(_patch(data, e + "H", count_at, 0x8000))
+    shoff = struct.unpack_from(e + ("Q" if is64 else "I"), data, shoff_at)[0]
+    off_at = shoff + (64 + 24 if is64 else 40 + 16)   # section 1's sh_offset
+    bad = _patch(data, e + ("Q" if is64 else "I"), off_at, far)
+    with pytest.raises(ElfError, match=rf"^section \.llvmbc at offset {far} size 2 is outside the file"):
+        elf.read_sections(write(tmp_path, bad), [".llvmbc"])
+
+
 def test_too_many_sections():
     data = build([sec(".text", b"\0")], xnum=True)
     shoff = struct.unpack_from("<Q", data, 0x28)[0]
