@@ -130,5 +130,5 @@ def test_link_timeout_is_a_failure_and_python_answers_only_the_lto_linker(tmp_pa
     pol = Policy("python", "python:m:f", fn=lambda obs: 0)
     r = settings.link_program(Program("tool", "executable"), ["a.o"], pol, Setting(setting), str(tmp_path), tc,
                               CompileOptions(), "-Oz")
-    assert not r.ok and r.timed_out and r.error == "the link timed out" and r.text_bytes is None
+    assert not r.ok and r.timed_out and r.error == f"the link did not finish within {settings.LINK_TIMEOUT:g} s and was killed" and r.text_bytes is None
     assert seen == [answers]

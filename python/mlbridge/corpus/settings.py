@@ -41,6 +41,7 @@ from .compile import (CompileOptions, CompiledModule, CompileSetupError, Policy,
 from .elf import ElfError, defined_dynamic_symbols, text_size
 from .layout import Corpus, CorpusError, Module
 from .programs import Program
+from ..core.ended import how_it_ended
 from ..problems import get as get_problem
 from ..problems.inlining_size import PIPE_DECISION_TIMEOUT_MS
 
@@ -243,10 +244,10 @@ def link_program(program: Program, inputs: Sequence[str], policy: Policy, settin
                                          answers=bool(env_add))
         res.stderr = stderr
         if res.timed_out:
-            res.error = "the link timed out"
+            res.error = f"the link {how_it_ended(None, timed_out=True, timeout=max(options.timeout, LINK_TIMEOUT))}"
             return res
         if rc != 0:
-            res.error = f"the link failed (exit {rc}): {_last_lines(stderr)}"
+            res.error = f"the link {how_it_ended(rc)}: {_last_lines(stderr)}"
             return res
         if setting.lto:
             res.error, res.decisions = _INLINING.verdict(stderr, policy.in_linker)

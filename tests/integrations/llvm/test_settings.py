@@ -258,7 +258,7 @@ def test_stale_export_and_failed_link_are_failures(corpus, toolchain, tmp_path):
     assert not r.ok and "no_such_api_*" in r.error and "matches no symbol" in r.error
     nomain = Program("tool", "executable", ("*",))
     r = build_program(c, nomain, oz, Setting("lto"), str(tmp_path), toolchain, CompileOptions())
-    assert not r.ok and r.error.startswith("the link failed"), r.error
+    assert not r.ok and r.error.startswith("the link failed with exit status 1: "), r.error
     assert not os.path.exists(os.path.join(str(tmp_path), "tool.oz", "tool"))
 
 
