@@ -580,38 +580,33 @@ def run_timed(cmd: Sequence[str], *, stdin: Any = None, cwd: Optional[str] = Non
                for n, f in (("out", proc.stdout), ("err", proc.stderr))]
     for t in readers:
         t.start()
-    lock, state = threading.Lock(), {"reaped": False, "killed": False}
+    killed = threading.Event()
 
     def kill() -> None:
-        with lock:
-            # (a pid that wait4 freed an instant ago could in principle be reused by then; the
-            # kernel hands out pids in sequence, so not within microseconds)
-            if not state["reaped"]:
-                state["killed"] = True
-                try:
-                    os.kill(proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+        killed.set()
+        os.kill(proc.pid, signal.SIGKILL)
 
     timer = threading.Timer(timeout, kill)
     timer.daemon = True
     timer.start()
     try:
-        _, status, usage = os.wait4(proc.pid, 0)
+        # ended but not reaped (WNOWAIT): until wait4 below the pid stays this child's,
+        # so the timer, stopped and joined first, can never signal a reused pid
+        os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)
     except BaseException:   # interrupted: the child does not outlive the call
         timer.cancel()
         proc.kill()
         proc.wait()
         raise
-    with lock:
-        state["reaped"] = True
     timer.cancel()
+    timer.join()
+    _, status, usage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)   # reaped: Popen must not wait for it again
     for t in readers:
         t.join()
     proc.stdout.close()
     proc.stderr.close()
-    return (None if state["killed"] else proc.returncode, streams.get("out", b""), streams.get("err", b""),
+    return (None if killed.is_set() else proc.returncode, streams.get("out", b""), streams.get("err", b""),
             usage.ru_utime + usage.ru_stime)
 
 
