@@ -240,11 +240,12 @@ def link_program(program: Program, inputs: Sequence[str], policy: Policy, settin
         env.update(extra_env or {})
         res.command = " ".join(f"{k}={shlex.quote(v)}" for k, v in env_add.items()) + (" " if env_add else "")
         res.command += shlex.join(cmd)
-        rc, stderr, res.timed_out = _run(cmd, env, policy.in_linker, max(options.timeout, LINK_TIMEOUT), folder,
+        timeout = max(options.timeout, LINK_TIMEOUT)
+        rc, stderr, res.timed_out = _run(cmd, env, policy.in_linker, timeout, folder,
                                          answers=bool(env_add))
         res.stderr = stderr
         if res.timed_out:
-            res.error = f"the link {how_it_ended(None, timed_out=True, timeout=max(options.timeout, LINK_TIMEOUT))}"
+            res.error = f"the link {how_it_ended(None, timed_out=True, timeout=timeout)}"
             return res
         if rc != 0:
             res.error = f"the link {how_it_ended(rc)}: {_last_lines(stderr)}"
