@@ -179,8 +179,9 @@ class ParquetSink(_ColumnSink):
         steps, per_traj = self.columns()
         cols = {}
         for name, v in steps.items():
-            rows = v.reshape(v.shape[0], -1) if v.size else v.reshape(v.shape[0], 1)
-            # one element per step: a scalar column; more: a list column
+            # one element per step: a scalar column; more (or none: a feature of
+            # shape [0]): a list column; no step at all: an empty scalar column
+            rows = v.reshape(v.shape[0], -1) if len(v) else v.reshape(0, 1)
             cols[name] = pa.array(rows[:, 0]) if rows.shape[1] == 1 else pa.array(list(rows))
         idx = steps["trajectory"]
         for col in ("log", "context"):
