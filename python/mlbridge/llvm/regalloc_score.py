@@ -180,8 +180,8 @@ _CHEAP_REMAT = re.compile(
     r"AVX2_SETALLONES|AVX512_(128|256|512)_SET0|AVX512_512_SETALLONES|FsFLD0(SS|SD|SH|F128)|IMPLICIT_DEF)$")
 # A plain register load / store (a reload or spill is one of these; anything
 # else touching a spill slot is a folded reload or spill).
-_PLAIN_LOAD = re.compile(r"^V?(MOV|KMOV)[A-Z0-9]*rm(_alt|_NOVLX)?$|^(VMOV|MOV)[A-Z0-9]*(Z|Z128|Z256)?rm$|^LD_Fp\d+m$")
-_PLAIN_STORE = re.compile(r"^V?(MOV|KMOV)[A-Z0-9]*mr(_NOVLX)?$|^(VMOV|MOV)[A-Z0-9]*(Z|Z128|Z256)?mr$|^ST_Fp\d+m$")
+_PLAIN_LOAD = re.compile(r"^V?MOV[A-Z0-9]*rm(_alt|_NOVLX)?$|^KMOV[BWDQ]km(_EVEX)?$|^(VMOV|MOV)[A-Z0-9]*(Z|Z128|Z256)?rm$|^LD_Fp\d+m$")
+_PLAIN_STORE = re.compile(r"^V?MOV[A-Z0-9]*mr(_NOVLX)?$|^KMOV[BWDQ]mk(_EVEX)?$|^(VMOV|MOV)[A-Z0-9]*(Z|Z128|Z256)?mr$|^ST_Fp\d+m$")
 _SKIP = {"DBG_VALUE", "DBG_VALUE_LIST", "DBG_LABEL", "DBG_PHI", "DBG_INSTR_REF", "KILL", "INLINEASM",
          "INLINEASM_BR", "CFI_INSTRUCTION", "EH_LABEL", "GC_LABEL", "ANNOTATION_LABEL", "LIFETIME_START",
          "LIFETIME_END", "PSEUDO_PROBE"}
@@ -472,7 +472,8 @@ def score_asm(text: str, *, loop_scale: float = LOOP_SCALE) -> ModuleScore:
             elif mnemonic.startswith("pop"):
                 _bump(fs, "loads", freq)
             elif len(operands) == 1 and not mnemonic.startswith(("jmp", "call")):
-                _bump(fs, "load_stores", freq)
+                # setcc and stmxcsr only write their operand; inc, not, ... read and write it
+                _bump(fs, "stores" if mnemonic.startswith(("set", "st")) else "load_stores", freq)
             elif mem[-1] == len(operands) - 1 and len(operands) > 1:
                 # memory as destination: a plain store for moves, read-modify-write otherwise
                 plain = mnemonic.startswith(("mov", "vmov", "kmov", "st", "set", "vextract", "vpextr", "pextr"))
