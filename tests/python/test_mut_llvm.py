@@ -928,3 +928,120 @@ def test_asm_instruction_classes():
 def test_split_operands_keeps_parenthesised_commas():
     assert rs._split_operands("$1, 8(%rdi,%rax,4), %eax") == ["$1", "8(%rdi,%rax,4)", "%eax"]
     assert rs._split_operands("") == [] and rs._split_operands(" (%rax) ") == ["(%rax)"]
+
+
+# ---- regalloc_score: score_module with a stand-in llc ----------------------------------------
+
+STAND_IN_MIR = """\
+---
+name:            f
+stack:
+  - { id: 0, name: '', type: spill-slot, offset: 0, size: 8 }
+body:             |
+  bb.0:
+    successors: %bb.1(0x80000000)
+    MOV64mr %stack.0, 1, $noreg, 0, $noreg, $rdi :: (store (s64) into %stack.0)
+
+  bb.1:
+    $rax = MOV64rm %stack.0, 1, $noreg, 0, $noreg :: (load (s64) from %stack.0)
+    RET64 $rax
+...
+"""
+STAND_IN_BFI = ("block-frequency-info: f\n - BB0[entry]: float = 1.0, int = 8\n"
+                " - BB1[]: float = 4.0, int = 32\n")
+
+
+def stand_in_llc(tmp_path, *, mir=STAND_IN_MIR, bfi=STAND_IN_BFI, rc=0, name="llc"):
+    """An llc that records its arguments, writes MIR to -o and MBFI to stderr."""
+    return script(tmp_path / name, f"""
+        args = sys.argv[1:]
+        open({str(tmp_path / (name + '.args'))!r}, "w").write("\\n".join(args))
+        mir = {mir!r}
+        if mir is not None:
+            open(args[args.index("-o") + 1], "w").write(mir)
+        sys.stderr.write({bfi!r})
+        sys.exit({rc})
+    """)
+
+
+def test_score_module_reads_the_mir_and_the_frequencies_llc_writes(tmp_path):
+    ir = tmp_path / "m.ll"
+    ir.write_text("")
+    llc = stand_in_llc(tmp_path)
+    s = rs.score_module(ir, llc=llc, extra_args=["-O3"])
+    args = (tmp_path / "llc.args").read_text().split("\n")
+    assert args[:-2] == ["-regalloc=greedy", "-stop-after=virtregrewriter", "-print-machine-bfi", "-O3", str(ir)]
+    assert args[-2] == "-o" and os.path.basename(args[-1]) == "out.mir" and not os.path.exists(args[-1])
+    f = s.functions["f"]
+    assert (f.spills, f.reloads) == (1, 1) and f.weighted == {"spills": 1.0, "stores": 1.0, "reloads": 4.0,
+                                                              "loads": 4.0}
+    assert s.total == pytest.approx(1 + 16) and s.decisions == 0 and s.seconds > 0
+    # with a policy: the eviction advisor's command, the score's flags after the channel's
+    s = rs.score_module(str(ir), llc=llc, policy=lambda obs: 0, timeout=30)
+    args = (tmp_path / "llc.args").read_text().split("\n")
+    assert args[:5] == ["-regalloc=greedy", "-regalloc-enable-advisor=release",
+                        args[2], "-stop-after=virtregrewriter", "-print-machine-bfi"]
+    assert args[2].startswith("-regalloc-evict-interactive-channel-base=")
+    assert s.decisions == 0 and s.functions["f"].reloads == 1 and s.seconds > 0
+    assert rs.score_command("a.ll", "b.mir") == ["llc-19", "-regalloc=greedy", "-stop-after=virtregrewriter",
+                                                 "-print-machine-bfi", "a.ll", "-o", "b.mir"]
+
+
+def test_score_module_failures_are_one_line(tmp_path, monkeypatch):
+    ir = tmp_path / "m.ll"
+    ir.write_text("")
+    with pytest.raises(rs.RegallocScoreArgumentError) as e:
+        rs.score_module(str(tmp_path / "none.ll"))
+    assert str(e.value) == f"ir_path: no such IR file: {tmp_path / 'none.ll'}"
+    assert isinstance(e.value, rs.RegallocScoreError) and isinstance(e.value, ArgumentError)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(rs.RegallocScoreArgumentError) as e:
+        rs.score_module(str(ir), llc="llc-none")
+    assert str(e.value) == "llc: llc-none is not on PATH (pass llc= an explicit path)"
+    with pytest.raises(rs.RegallocScoreArgumentError, match="is not on PATH"):
+        rs.score_module(str(ir), llc=str(tmp_path / "no" / "llc"))
+    # found by name on PATH
+    stand_in_llc(tmp_path, name="llc-x")
+    assert rs.score_module(str(ir), llc="llc-x").functions["f"].spills == 1
+    bad = stand_in_llc(tmp_path, rc=2, bfi="warning: w\nllc: error: bad\n", name="bad")
+    with pytest.raises(rs.CompilerFailed) as e:
+        rs.score_module(str(ir), llc=bad)
+    assert str(e.value) == f"bad on {ir} failed with exit status 2: llc: error: bad"
+    assert e.value.returncode == 2 and b"bad" in e.value.stderr and not e.value.timed_out
+    with pytest.raises(rs.CompilerFailed) as e:
+        rs.score_module(str(ir), llc=bad, policy=lambda obs: 0, timeout=30)
+    assert str(e.value) == f"bad on {ir} failed with exit status 2: llc: error: bad"
+    quiet = stand_in_llc(tmp_path, rc=1, bfi="", name="quiet")
+    with pytest.raises(rs.CompilerFailed) as e:
+        rs.score_module(str(ir), llc=quiet)
+    assert str(e.value) == f"quiet on {ir} failed with exit status 1"
+    none = stand_in_llc(tmp_path, mir=None, name="none")
+    with pytest.raises(rs.RegallocScoreError) as e:
+        rs.score_module(str(ir), llc=none)
+    assert str(e.value).startswith(f"none wrote no machine IR for {ir}: ")
+    nobfi = stand_in_llc(tmp_path, bfi="", name="nobfi")
+    with pytest.raises(rs.RegallocScoreError) as e:
+        rs.score_module(str(ir), llc=nobfi)
+    assert str(e.value) == (f"nobfi printed no block frequencies for 1 function(s) of {ir} (first: f); "
+                            "does it accept -print-machine-bfi?")
+    # a function without blocks needs none
+    empty = stand_in_llc(tmp_path, bfi="", mir="---\nname: e\nbody: |\n...\n", name="empty")
+    assert rs.score_module(str(ir), llc=empty).functions["e"].blocks == 0
+
+
+def test_score_module_kills_llc_at_the_timeout(tmp_path):
+    ir = tmp_path / "m.ll"
+    ir.write_text("")
+    slow = script(tmp_path / "slow", "sys.stderr.write('started\\n'); sys.stderr.flush(); sys.stdin.read(); "
+                                     "import time; time.sleep(60)")
+    with pytest.raises(rs.CompilerFailed) as e:
+        rs.score_module(str(ir), llc=slow, timeout=1.0)
+    assert str(e.value).startswith(f"slow on {ir} did not finish within 1 s and was killed")
+    assert e.value.timed_out and e.value.returncode is None
+
+
+def test_failure_message_counts_decisions_only_when_there_were_some():
+    assert str(rs._failure("/x/llc", "m.ll", 1, False, 5, b"", 0)) == "llc on m.ll failed with exit status 1"
+    e = rs._failure("llc", "m.ll", None, True, 2, b"oops\n", 2)
+    assert str(e) == "llc on m.ll did not finish within 2 s and was killed after 2 eviction decision(s): oops"
+    assert e.timed_out and e.returncode is None and e.stderr == b"oops\n"
