@@ -5,7 +5,9 @@
 #                                            or files such as python/mlbridge/formats/bitstream.py
 #   scripts/mutation.sh --changed [REV]      only the package files changed since REV (default
 #                                            origin/main if it exists, else HEAD~1); --max N caps
-#                                            the mutants tried per package (default 20 with --changed)
+#                                            the mutants tried per package (default 20 with --changed);
+#                                            the tests: those that import a changed module
+#   --budget S                               stop trying mutants of a package after S seconds
 #
 # Each package runs in its own scratch copy (out/mutation/NAME): mutmut rewrites
 # the code it mutates, and other work (a soak run, other engineers' tests) uses
@@ -25,6 +27,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 PY=${PYTHON:-python3}
 jobs=${MUTATION_JOBS:-1}
 max=0
+budget=0
 changed=""
 targets=()
 while [ $# -gt 0 ]; do
@@ -34,7 +37,8 @@ while [ $# -gt 0 ]; do
                  rev=$2; shift
                fi ;;
     --max) max=$2; shift ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    --budget) budget=$2; shift ;;
+    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
     *) targets+=("$1") ;;
   esac
   shift
@@ -43,8 +47,10 @@ done
 # Which tests exercise which package. mutmut runs, for each mutant, only the
 # tests that called the mutated function in-process (code run in a child
 # process counts as "no tests": such mutants are reported, not hidden).
+declare -A changed_tests=()
 tests_for() {
   if [ -n "${MUTATION_TESTS:-}" ]; then echo "$MUTATION_TESTS"; return; fi   # a narrower selection
+  if [ -n "${changed_tests[$1]:-}" ]; then echo "${changed_tests[$1]}"; return; fi
   case "$1" in
     formats) echo tests/python/test_formats.py tests/python/test_roundtrip.py tests/python/test_vectors.py \
                   tests/python/test_observation_fast_path.py tests/python/test_json_numeric_path.py \
@@ -73,6 +79,15 @@ if [ -n "$changed" ]; then
     echo "mutation: no changed files in formats/, transport/, corpus/, llvm/ since $rev"
     exit 0
   fi
+  # A fixed budget wants few, fast tests: those that import a changed module
+  # (mlbridge.PKG.NAME, or NAME from mlbridge.PKG); the package's list if none does.
+  for t in "${targets[@]}"; do
+    pkg=$(basename "$(dirname "$t")"); name=$(basename "$t" .py)
+    [ "$name" = __init__ ] && pat="from mlbridge\\.$pkg import " || pat="mlbridge\\.$pkg\\.$name\\b|from mlbridge\\.$pkg import .*\\b$name\\b"
+    for f in $(cd "$root" && grep -l -E "$pat" tests/python/test_*.py 2>/dev/null); do
+      case " ${changed_tests[$pkg]:-} " in *" $f "*) ;; *) changed_tests[$pkg]="${changed_tests[$pkg]:-} $f" ;; esac
+    done
+  done
 fi
 [ ${#targets[@]} -gt 0 ] || targets=(formats transport corpus llvm)
 
@@ -136,6 +151,7 @@ CFG
     # A fixed budget: mutmut enumerates the mutants, we pick every k-th one.
     args+=(--max "$max")
   fi
+  [ "$budget" = 0 ] || args+=(--budget "$budget")
   [ -z "${MUTATION_RECHECK:-}" ] || args+=(--recheck)
   (cd "$work" && nice -n 19 env PYTHONPATH= "$PY" "$root/scripts/mutation_run.py" --jobs "$jobs" "${args[@]}" ${MUTATION_MUTANTS:-}) \
       >"$work/run.log" 2>&1 || { status=1; tail -n 30 "$work/run.log"; }

@@ -5,6 +5,11 @@ every survivor by name (`python3 -m mutmut.__main__ show NAME` for its diff).
 --max N tries an evenly spaced, fixed sample of N mutants (CI's budget) instead
 of all of them; the sample depends only on the code, so a rerun picks the same.
 
+--budget S stops trying mutants after S seconds (CI's fixed budget): mutmut runs
+in a child process that is interrupted (Ctrl-C, then killed) when the time is
+up; the mutants not yet tried are left out of the summary, whose first line
+says how many were tried.
+
 --recheck runs, for every mutant mutmut did not kill, the whole test selection
 in a fresh process with the mutant active (MUTANT_UNDER_TEST, which child
 processes inherit): mutmut maps a mutant only to tests that reach it in the
@@ -18,6 +23,7 @@ import argparse
 import collections
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -72,7 +78,7 @@ def not_killed() -> list[str]:
     return sorted(out)
 
 
-def summarize(out: Path) -> int:
+def summarize(out: Path, note: str = "") -> int:
     lines, survivors = [], []
     totals: collections.Counter = collections.Counter()
     rechecked = json.loads(Path("recheck.json").read_text()) if Path("recheck.json").exists() else {}
@@ -94,7 +100,7 @@ def summarize(out: Path) -> int:
         totals.update(counts)
         lines.append(row(str(path).replace("src/", "python/", 1), counts))
     lines.append(row("total", totals))
-    text = "\n".join([f"{'file':44} {'killed':>6} {'rechk':>5} {'surv.':>6} {'timeout':>7} {'no test':>7} "
+    text = "\n".join(([note] if note else []) + [f"{'file':44} {'killed':>6} {'rechk':>5} {'surv.':>6} {'timeout':>7} {'no test':>7} "
                       f"{'other':>5} {'score':>6}"]
                      + lines + ["", "not killed:"] + survivors) + "\n"
     out.write_text(text)
@@ -118,6 +124,7 @@ def main() -> int:
     ap.add_argument("--recheck", action="store_true", help="survivors: the whole selection, subprocesses included")
     ap.add_argument("--recheck-only", action="store_true", help="only the recheck, of an earlier run in this folder")
     ap.add_argument("--recheck-timeout", type=float, default=1200.0)
+    ap.add_argument("--budget", type=float, default=0.0, help="stop trying mutants after this many seconds")
     ap.add_argument("names", nargs="*", help="only these mutants (names or globs, as `results` prints them)")
     a = ap.parse_args()
     names: list[str] = list(a.names)
@@ -133,7 +140,31 @@ def main() -> int:
             step = len(every) / a.max
             names = [every[int(i * step)] for i in range(a.max)]
         print(f"mutation: {len(names) or len(every)} of {len(every)} mutants")
-    if not a.recheck_only:
+    note = ""
+    if not a.recheck_only and a.budget > 0:
+        # mutmut in a child process of its own group, stopped when the budget
+        # runs out: each mutant's result is saved as it comes, so what was tried counts.
+        child = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--jobs", str(a.jobs), *names],
+                                 start_new_session=True)
+        try:
+            rc = child.wait(timeout=a.budget)
+        except subprocess.TimeoutExpired:
+            rc = None
+            for sig, grace in ((signal.SIGINT, 15), (signal.SIGKILL, 60)):   # Ctrl-C: mutmut stops its workers
+                try:
+                    os.killpg(child.pid, sig)
+                    child.wait(timeout=grace)
+                    break
+                except (ProcessLookupError, subprocess.TimeoutExpired):
+                    pass
+        if rc:
+            return rc
+        if rc is None:
+            tried = sum(1 for path in walk_mutatable_files() for _, c in _codes(path) if c is not None)
+            note = (f"mutation: the budget of {a.budget:g} s ran out: {tried} of {len(names) or len(all_mutants())} "
+                    f"mutants tried" + ("" if tried else " (the tests' mapping and clean runs took it all)"))
+            print(note)
+    elif not a.recheck_only:
         try:
             mm._run(names, a.jobs)
         except SystemExit as e:
@@ -143,7 +174,13 @@ def main() -> int:
         done = json.loads(Path("recheck.json").read_text()) if Path("recheck.json").exists() else {}
         done.update(recheck([n for n in not_killed() if n not in done], a.recheck_timeout))
         Path("recheck.json").write_text(json.dumps(done, indent=1, sort_keys=True))
-    return summarize(Path("summary.txt"))
+    return summarize(Path("summary.txt"), note)
+
+
+def _codes(path) -> list:
+    m = SourceFileMutationData(path=path)
+    m.load()
+    return list(m.exit_code_by_key.items())
 
 
 if __name__ == "__main__":

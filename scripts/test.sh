@@ -60,3 +60,15 @@ PKG_CONFIG_PATH="$prefix/lib/pkgconfig" g++ -std=c++17 -fno-exceptions -fno-rtti
   $(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --cflags --libs mlbridge) -o "$prefix/consumer-pc"
 LD_LIBRARY_PATH="$prefix/lib" "$prefix/consumer-pc"
 { "$prefix/bin/mlbridge-bench" 2>&1 || true; } | grep -q usage && echo "mlbridge-bench installed"
+
+echo "== mutation testing (mutmut, docs/testing.md): the Python files of the newest change to formats/, transport/, corpus/ or llvm/, 10 mutants and 300 s a package"
+# Survivors are listed, not failed on: a new one needs a test or a line in
+# docs/testing.md's table of equivalent mutants. mutmut failing fails the step.
+pkgs=(python/mlbridge/formats python/mlbridge/transport python/mlbridge/corpus python/mlbridge/llvm)
+last=$(git -C "$root" log -1 --format=%H -- "${pkgs[@]}" 2>/dev/null || true)
+if [ -n "$last" ] && git -C "$root" rev-parse -q --verify "$last~1^{commit}" >/dev/null; then
+  git -C "$root" log -1 --format='mutation: change %h %s' "$last" | cut -c1-120
+  MUTATION_LABEL=ci "$root/scripts/mutation.sh" --changed "$last~1" --max 10 --budget 300
+else
+  echo "mutation: SKIPPED: no git history before the newest change here (a shallow clone?)"
+fi
