@@ -179,6 +179,28 @@ def test_text_size_sums_every_text_section(tmp_path):
     assert os.path.exists(tmp_path / "x.o")
 
 
+
+def test_text_size_finds_llc_and_llvm_size_in_the_tools_folder(tmp_path, monkeypatch):
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    script(tools / "llc", "open(sys.argv[4], 'w').write('obj')")
+    script(tools / "llvm-size", "print('.text 42 0')")
+    monkeypatch.setenv("MLBRIDGE_LLVM_TOOLS_DIR", str(tools))
+    assert ia.text_size(str(tmp_path / "m.ll")) == 42
+
+
+def test_clang_output_is_captured_and_a_failure_carries_it(tmp_path, capfd):
+    noisy = script(tmp_path / "clang", """
+        print("clang says hello"); sys.stderr.write("warning: noise\\n")
+        open(sys.argv[-1], "w").write("ir")
+        sys.exit(1 if "-DFAIL" in sys.argv else 0)
+    """)
+    ia.make_inlinable_ir(tmp_path / "a.c", tmp_path / "a.ll", clang=noisy)
+    with pytest.raises(Exception) as e:
+        ia.make_optimized_ir(str(tmp_path / "a.c"), str(tmp_path / "b.ll"), clang=noisy, extra_args=["-DFAIL"])
+    assert b"warning: noise" in e.value.stderr
+    assert capfd.readouterr() == ("", "")
+
 # ---- interactive: reading textual IR ---------------------------------------------------------
 
 IR = """\
@@ -411,6 +433,12 @@ def test_summary_of_a_log_without_score_advice_or_decisions(tmp_path):
     assert s["decisions"] == {"inlining_decision": {}, "inlining_default": {}, "agree_with_default": 0}
 
 
+
+def test_summary_counts_the_steps_that_agree_with_the_default(tmp_path):
+    # decisions 1, 1, 0 against a default of 1: two agree, one does not
+    p = write_log(str(tmp_path / "x.log"), SMALL, [("f", [small_row(1), small_row(3), small_row(0)])])
+    assert summarize(p)["decisions"]["agree_with_default"] == 2
+
 # ---- log_export ------------------------------------------------------------------------------
 
 def small_log(tmp_path, name="x.log", contexts=None, sizes=None):
@@ -558,6 +586,18 @@ def test_tfrecord_sink_writes_under_a_temporary_name_and_abort_keeps_the_earlier
     assert npz.parts == [] and sorted(os.listdir(tmp_path)) == ["training.tfrecord", "x.log"]
     assert le.SINKS == {"tfrecord": le.TFRecordSink, "npz": le.NpzSink, "parquet": le.ParquetSink}
 
+
+
+def test_a_tfrecord_sink_whose_rename_fails_leaves_no_temporary_file(tmp_path, monkeypatch):
+    sink = le.TFRecordSink(str(tmp_path))
+    sink.add(le.trajectories(read_training_log(small_log(tmp_path)), "bytes")[0])
+
+    def refuse(src, dst):
+        raise PermissionError(13, "Permission denied", dst)
+    monkeypatch.setattr(le.os, "replace", refuse)
+    with pytest.raises(PermissionError):
+        sink.close()
+    assert sorted(os.listdir(tmp_path)) == ["x.log"]
 
 def test_export_result_and_its_callbacks(tmp_path):
     a = small_log(tmp_path, "a.log", sizes=(1, 3))
@@ -925,6 +965,19 @@ def test_asm_instruction_classes():
     assert list(s.functions) == ["q.f"]
 
 
+
+def test_asm_comments_vector_stores_and_depth_on_the_label_line():
+    s = rs.score_asm("""\
+\t.type\tf,@function
+f:
+.LBB0_1:                                # %loop  in Loop: Header=BB0_1 Depth=3
+\taddl\t%eax, %ecx                      # not a memory operand: (%rdi)
+\tvmovups\t%xmm0, (%rdi)
+""", loop_scale=2.0)
+    f = s.functions["f"]
+    assert {k: getattr(f, k) for k in rs._COUNTS if getattr(f, k)} == {"stores": 1}
+    assert f.weighted == {"stores": 8.0}                                  # 2 ** 3
+
 def test_split_operands_keeps_parenthesised_commas():
     assert rs._split_operands("$1, 8(%rdi,%rax,4), %eax") == ["$1", "8(%rdi,%rax,4)", "%eax"]
     assert rs._split_operands("") == [] and rs._split_operands(" (%rax) ") == ["(%rax)"]
@@ -986,6 +1039,17 @@ def test_score_module_reads_the_mir_and_the_frequencies_llc_writes(tmp_path):
     assert rs.score_command("a.ll", "b.mir") == ["llc-19", "-regalloc=greedy", "-stop-after=virtregrewriter",
                                                  "-print-machine-bfi", "a.ll", "-o", "b.mir"]
 
+
+
+def test_score_module_reads_a_mir_file_that_is_not_utf8(tmp_path):
+    ir = tmp_path / "m.ll"
+    ir.write_text("")
+    llc = script(tmp_path / "llc", f"""
+        args = sys.argv[1:]
+        open(args[args.index("-o") + 1], "wb").write({STAND_IN_MIR.encode()!r} + b"# \\xff\\n")
+        sys.stderr.write({STAND_IN_BFI!r})
+    """)
+    assert rs.score_module(ir, llc=llc).functions["f"].reloads == 1
 
 def test_score_module_failures_are_one_line(tmp_path, monkeypatch):
     ir = tmp_path / "m.ll"
