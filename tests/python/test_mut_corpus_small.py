@@ -443,6 +443,9 @@ def test_read_json_limit_and_errors(tmp_path):
     assert layout.read_json(str(p), 6) == [1, 2]   # exactly the limit
     with pytest.raises(CorpusError, match=rf"^{p}: larger than 5 bytes$"):
         layout.read_json(str(p), 5)
+    p.write_bytes('"\u00e9\u00e9"'.encode())   # 6 bytes, 4 characters: the limit counts bytes
+    with pytest.raises(CorpusError, match=rf"^{p}: larger than 5 bytes$"):
+        layout.read_json(str(p), 5)
     p.write_text("{x")
     with pytest.raises(CorpusError, match=rf"^{p}: not JSON \("):
         layout.read_json(str(p), 100)
@@ -488,6 +491,7 @@ def test_load_defaults(tmp_path):
     ({"modules": [], "has_thinlto": "yes"}, "has_thinlto must be true or false"),
     ({"modules": [], "has_thinlto": 1}, "has_thinlto must be true or false"),
     ({"modules": ["a", "a"]}, "a module is listed twice"),
+    ({"modules": ["../a"]}, "module name '../a' leaves the corpus folder"),
 ])
 def test_load_refuses_malformed_descriptions(tmp_path, desc, message):
     path = _desc(tmp_path, desc)
@@ -621,6 +625,10 @@ def test_describe_with_an_override_and_unreadable_files(tmp_path):
     over = ["-cc1", "-triple", "t", "-O1"]
     d = describe(Corpus(str(tmp_path), [Module(str(tmp_path), "a", over)], global_command_override=over))
     assert d["global_command_override"] == over and d["targets"] == {"t": 1} and d["opt_levels"] == {"-O1": 1}
+    assert d["common_args"] == over and d["distinct_commands"] == 1
+    d = describe(Corpus(str(tmp_path), []))
+    assert (d["modules"], d["bc_bytes"], d["common_args"], d["distinct_commands"], d["module_list"]) == \
+        (0, 0, [], 0, [])
     with pytest.raises(CorpusError, match=rf"^{tmp_path}/b.bc: cannot read \(No such file or directory\)$"):
         describe(Corpus(str(tmp_path), [Module(str(tmp_path), "b")]))
     with pytest.raises(CorpusError, match=rf"^{tmp_path}/a.cmd: cannot read \(No such file or directory\)$"):
@@ -638,22 +646,32 @@ def _object(tmp_path, name: str, source: str) -> str:
     return str(obj)
 
 
+def _zero_size(name: str) -> str:
+    """C source defining NAME as a function symbol of no bytes, in its own .text section."""
+    return (f'__asm__(".pushsection .text.{name},\\"ax\\",@progbits\\n.globl {name}\\n'
+            f'.type {name},@function\\n{name}:\\n.popsection");\n')
+
+
 def test_compare_functions_kinds(tmp_path):
     """A function only -Oz's object has (even one of a single byte, `ret`) was
     removed, one only the policy's has was added; equal sizes are no change."""
     from mlbridge.corpus.elf import function_sizes
     from mlbridge.corpus.where import FunctionChange, compare_functions
+    # z0 and z1: function symbols of no bytes (assembly without .size): no change either way
     oz = _object(tmp_path, "oz", "void tiny(void) {}\nint same(int x) { return x + 1; }\n"
-                                 "int grows(int x) { return x * 3; }\n")
+                                 "int grows(int x) { return x * 3; }\n" + _zero_size("z0"))
     pol = _object(tmp_path, "pol", "int same(int x) { return x + 1; }\nint extra(int x) { return x * 7 + 9; }\n"
-                                   "int grows(int x) { return (x * 3) ^ (x >> 2) ^ 12345; }\n")
+                                   "int grows(int x) { return (x * 3) ^ (x >> 2) ^ 12345; }\nvoid tiny2(void) {}\n"
+                                   + _zero_size("z1"))
     a, b = function_sizes(oz), function_sizes(pol)
-    assert a["tiny"] == 1 and a["same"] == b["same"] and b["grows"] > a["grows"]
+    assert a["tiny"] == 1 and b["tiny2"] == 1 and a["same"] == b["same"] and b["grows"] > a["grows"]
+    assert a["z0"] == 0 and b["z1"] == 0
     changes = compare_functions("m.o", oz, pol)
-    assert changes == [FunctionChange("m.o", "extra", 0, b["extra"]), FunctionChange("m.o", "grows", a["grows"], b["grows"]),
-                       FunctionChange("m.o", "tiny", 1, 0)]
-    assert [c.kind for c in changes] == ["added", "grown", "removed"]
-    assert [c.delta for c in changes] == [b["extra"], b["grows"] - a["grows"], -1]
+    assert changes == [FunctionChange("m.o", "extra", 0, b["extra"]),
+                       FunctionChange("m.o", "grows", a["grows"], b["grows"]), FunctionChange("m.o", "tiny", 1, 0),
+                       FunctionChange("m.o", "tiny2", 0, 1)]
+    assert [c.kind for c in changes] == ["added", "grown", "removed", "added"]
+    assert [c.delta for c in changes] == [b["extra"], b["grows"] - a["grows"], -1, 1]
 
 
 def test_summarize_totals_and_extremes():
@@ -669,9 +687,13 @@ def test_summarize_totals_and_extremes():
                                {"module": "m", "function": "small", "oz": 30, "policy": 20, "delta": -10,
                                 "kind": "shrunk"}]
     assert [r["function"] for r in s["grew_most"]] == ["big", "new"]
-    s = summarize(ch, top=5)   # an unchanged size is neither saved nor grown
+    s = summarize(ch + [FunctionChange("n", "byte", 4, 5)], top=6)   # an unchanged size is neither saved nor grown
     assert [r["function"] for r in s["saved_most"]] == ["gone", "small"]
-    assert [r["function"] for r in s["grew_most"]] == ["big", "new"]
+    assert [r["function"] for r in s["grew_most"]] == ["big", "new", "byte"]
+    many = [FunctionChange("m", f"f{i}", 100, 100 + d) for i, d in enumerate(range(-12, 13)) if d]
+    s = summarize(many)   # ten each way by default
+    assert [r["delta"] for r in s["saved_most"]] == list(range(-12, -2))
+    assert [r["delta"] for r in s["grew_most"]] == list(range(12, 2, -1))
 
 
 def test_where_summary_counts_modules_and_demangles():
@@ -688,6 +710,12 @@ def test_where_summary_counts_modules_and_demangles():
     assert [r["function"] for r in s["grew_most"]] == names[1:]
     if mini_corpus.llvm_tool("llvm-cxxfilt") or __import__("shutil").which("c++filt"):
         assert names == ["foo(int)", "bar()"]
+    many = [SimpleNamespace(functions=[FunctionChange("m", f"f{i}", 100, 100 + d)]) for i, d in
+            enumerate(range(-12, 13)) if d]
+    s = where_summary(many)
+    assert (len(s["saved_most"]), len(s["grew_most"]), s["modules_compared"]) == (10, 10, 24)
+    s = where_summary(many, top=3)
+    assert [r["delta"] for r in s["saved_most"]] == [-12, -11, -10] and len(s["grew_most"]) == 3
 
 
 def _tool(tmp_path, body: str) -> str:
@@ -706,6 +734,8 @@ def test_demangle_with_a_given_tool(tmp_path):
     assert demangle(["a"], _tool(tmp_path, "exec sleep 30"), timeout=0.3) == ["a"]
     assert demangle(["a"], str(tmp_path / "none")) == ["a"]
     assert demangle([], _tool(tmp_path, "echo x")) == []
+    assert demangle(["a", "b"], _tool(tmp_path, "printf 'f(int, char)\\ng()\\n'")) == ["f(int, char)", "g()"]
+    assert demangle(["a"], _tool(tmp_path, "printf 'x\\377y\\n'")) == ["x\ufffdy"]   # not UTF-8: replaced
 
 
 def test_demangle_finds_an_installed_tool(monkeypatch, tmp_path):
@@ -716,6 +746,14 @@ def test_demangle_finds_an_installed_tool(monkeypatch, tmp_path):
     assert where.demangle(["ab"]) == ["AB"]
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     assert where.demangle(["ab"]) == ["ab"]
+    # the first of llvm-cxxfilt-19, llvm-cxxfilt, c++filt that is installed
+    for name in ("llvm-cxxfilt-19", "llvm-cxxfilt"):
+        _tool(tmp_path, f"printf {name}")
+        os.rename(tmp_path / "filt", tmp_path / name)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert where.demangle(["ab"]) == ["llvm-cxxfilt-19"]
+    os.unlink(tmp_path / "llvm-cxxfilt-19")
+    assert where.demangle(["ab"]) == ["llvm-cxxfilt"]
 
 
 # ---- python_callable.py ------------------------------------------------------------
@@ -726,16 +764,21 @@ def test_load_callable_splits_at_the_first_colon():
     assert load_callable("os:path.join") is os.path.join
     with pytest.raises(ArgumentError) as e:
         load_callable("os:path:join", "model")
-    assert "os:path:join: os has no path:join" in str(e.value)
+    assert "os:path:join: os has no path:join" in str(e.value) and e.value.argument == "model"
+    with pytest.raises(ArgumentError) as e:
+        load_callable("nocolon")
+    assert e.value.argument == "policy" and str(e.value) == "policy must look like module:function, got 'nocolon'"
 
 
 # ---- evaluation_files.py -----------------------------------------------------------
 
 def _evaluation(n: int, total_pct=-2.5):
     mods = [{"module": f"dir/m\u00e9{i}.o", "ok": True, "oz_text": 100, "policy_text": 100 + (i % 3 - 1) * 5,
-             "delta": (i % 3 - 1) * 5, "delta_pct": float((i % 3 - 1) * (5 + i)), "oz_seconds": 0.5,
+             "delta": (i % 3 - 1) * 5, "delta_pct": (i % 3 - 1) * (5 + i) / 10, "oz_seconds": 0.5,
              "policy_seconds": 0.25, "decisions": i, "oz_cached": False, "errors": [], "extra": "ignored"}
             for i in range(n)]
+    mods.append({"module": "empty.o", "ok": True, "oz_text": 0, "policy_text": 0, "delta": 0, "delta_pct": None,
+                 "errors": []})
     mods.append({"module": "bad.o", "ok": False, "oz_text": None, "policy_text": None, "delta": None,
                  "delta_pct": None, "errors": [{"run": "policy", "error": "boom", "command": "clang x"},
                                                {"run": "oz", "error": "bang", "command": "clang y"}]})
@@ -747,13 +790,14 @@ def test_write_csv_one_row_per_module(tmp_path):
     from mlbridge.corpus.evaluation_files import CSV_FIELDS, write_csv
     path = str(tmp_path / "e.csv")
     write_csv(path, _evaluation(2))
+    rows_expected = ["dir/m\u00e90.o", "dir/m\u00e91.o", "empty.o", "bad.o"]
     raw = open(path, "rb").read()
     assert raw.startswith(",".join(CSV_FIELDS).encode() + b"\r\n") and "m\u00e9".encode() in raw
     rows = list(csv.DictReader(open(path, newline="", encoding="utf-8")))
-    assert [r["module"] for r in rows] == ["dir/m\u00e90.o", "dir/m\u00e91.o", "bad.o"]
+    assert [r["module"] for r in rows] == rows_expected
     assert rows[0]["error"] == "" and rows[0]["command"] == "" and rows[0]["delta"] == "-5"
-    assert rows[2]["error"] == "policy: boom; oz: bang" and rows[2]["command"] == "clang x ;; clang y"
-    assert rows[2]["ok"] == "False" and rows[2]["oz_seconds"] == ""
+    assert rows[3]["error"] == "policy: boom; oz: bang" and rows[3]["command"] == "clang x ;; clang y"
+    assert rows[3]["ok"] == "False" and rows[3]["oz_seconds"] == ""
 
 
 def _plot(tmp_path, monkeypatch, data):
@@ -778,7 +822,8 @@ def test_plot_deltas_draws_the_sorted_changes(tmp_path, monkeypatch):
     assert size == (600, 450)   # 6 x 4.5 inches at 100 dpi
     (ax,) = fig.axes
     heights = [p.get_height() for p in ax.patches]
-    assert heights == [-5.0, 0.0, 7.0]   # sorted, the failed module left out
+    assert heights == [-0.5, 0.0, 0.7]   # sorted; the failed module and the one without a change left out
+    assert all(p.get_width() == 0.9 for p in ax.patches)
     assert [mc.to_hex(p.get_facecolor()) for p in ax.patches] == \
         [mc.to_hex(c) for c in ("tab:green", "tab:gray", "tab:red")]
     zero, total = ax.lines
@@ -787,10 +832,11 @@ def test_plot_deltas_draws_the_sorted_changes(tmp_path, monkeypatch):
     legend = ax.get_legend()
     assert [t.get_text() for t in legend.get_texts()] == ["total -2.50%"]
     assert ax.get_title() == "p.onnx vs -Oz: 1,234,567 -> 1,200,000 bytes"
-    assert ax.get_xlabel() == "module (sorted; 3 of 4)" and ax.get_ylabel() == ".text change vs -Oz (%)"
+    assert ax.get_xlabel() == "module (sorted; 3 of 5)" and ax.get_ylabel() == ".text change vs -Oz (%)"
     labels = ax.get_xticklabels()
     assert [t.get_text() for t in labels] == ["m\u00e90.o", "m\u00e91.o", "m\u00e92.o"]   # base names
-    assert all(t.get_rotation() == 60 for t in labels)
+    assert all(t.get_rotation() == 60 and t.get_fontsize() == 7 and t.get_horizontalalignment() == "right"
+               for t in labels)
 
 
 def test_plot_deltas_width_and_many_modules(tmp_path, monkeypatch):
@@ -801,6 +847,10 @@ def test_plot_deltas_width_and_many_modules(tmp_path, monkeypatch):
     fig, size = _plot(tmp_path, monkeypatch, _evaluation(60))
     assert size == (1600, 450)   # at most 16 inches
     assert list(fig.axes[0].get_xticks()) == []   # too many modules to name
+    fig, size = _plot(tmp_path, monkeypatch, _evaluation(40))
+    assert len(fig.axes[0].get_xticklabels()) == 40   # forty are named
+    fig, size = _plot(tmp_path, monkeypatch, _evaluation(41))
+    assert list(fig.axes[0].get_xticks()) == []
 
 
 # ---- training_logs.py --------------------------------------------------------------
@@ -812,6 +862,7 @@ def test_training_log_paths(tmp_path):
     assert folder == str(tmp_path / "liba.so")
     assert tl.member_log(folder, Module("/c", "sub/a.o")) == str(tmp_path / "liba.so" / "sub" / "a.o.log")
     assert tl.linker_log(folder) == str(tmp_path / "liba.so" / "link.{module}.log") and os.path.isdir(folder)
+    assert tl.linker_log(folder) == str(tmp_path / "liba.so" / "link.{module}.log")   # the folder exists: fine
     for p in ("sub/a.o.log", "link.b.o.log", "deep/er/c.o.log", "x.log.reward.json", "notes.txt"):
         os.makedirs(os.path.dirname(os.path.join(folder, p)), exist_ok=True)
         open(os.path.join(folder, p), "w").close()
@@ -820,7 +871,8 @@ def test_training_log_paths(tmp_path):
                                        ("deep/er/c.o.log", "link.b.o.log", "sub/a.o.log")]
 
 
-def test_logging_options_add_the_log_to_every_compile(tmp_path):
+def test_logging_options_add_the_log_to_every_compile(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
     from mlbridge.corpus import training_logs as tl
     from mlbridge.corpus.compile import plugin_args
     tcp = Toolchain("/c", "/p/plugin.so", "v")
@@ -832,7 +884,9 @@ def test_logging_options_add_the_log_to_every_compile(tmp_path):
     assert os.path.isdir(tmp_path / "logs" / "sub")   # made for the compiler to write into
     onnx = Policy("onnx", "m.onnx", model="/m.onnx")   # loads the plugin itself: not twice
     opts = tl.logging_options(base, onnx, tcp, lambda m: "rel.log")
+    os.chdir(tmp_path / "logs")
     assert opts.extra_args(m) == tl.training_log_args("rel.log")
+    assert os.listdir(".") == ["sub"]   # a log in the current folder: no folder made
 
 
 def test_set_rewards_writes_each_existing_log(tmp_path, monkeypatch):
