@@ -126,7 +126,7 @@ def test_find_lld_takes_an_absolute_executable(tmp_path):
     with pytest.raises(CompileSetupError):
         settings.find_lld(str(tmp_path / "no-such-clang"))
     with pytest.raises(CompileSetupError):
-        settings.find_lld(_fake_clang(tmp_path, "sleep 5; echo /bin/true"), timeout=0.2)
+        settings.find_lld(_fake_clang(tmp_path, "exec sleep 5"), timeout=0.2)
 
 
 def test_opt_level_is_the_last_recorded_one(tmp_path):
