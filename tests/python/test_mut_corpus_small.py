@@ -62,6 +62,21 @@ def tc() -> Toolchain:
     return Toolchain(clang, None, "clang 19")
 
 
+@pytest.fixture
+def stdin_data():
+    """The test process's fd 0 is a pipe holding b"junk": a child that inherits
+    it reads that, a child given /dev/null reads nothing."""
+    saved = os.dup(0)
+    r, w = os.pipe()
+    os.write(w, b"junk")
+    os.close(w)
+    os.dup2(r, 0)
+    os.close(r)
+    yield
+    os.dup2(saved, 0)
+    os.close(saved)
+
+
 def leftovers(folder) -> list:
     return sorted(f for f in os.listdir(folder) if f.endswith((".o", ".bc")))
 
@@ -120,13 +135,18 @@ def test_find_lld_refuses_what_is_not_an_executable(tmp_path, body):
     assert str(e.value) == f"ld.lld not found by {clang} (install lld-19): the linked and lto settings link with it"
 
 
+def test_find_lld_gives_clang_no_input(tmp_path, stdin_data):
+    assert settings.find_lld(_fake_clang(tmp_path, "cat; echo /bin/true")) == "/bin/true"
+
+
 def test_find_lld_takes_an_absolute_executable(tmp_path):
     clang = _fake_clang(tmp_path, "echo '  /bin/true  '")
     assert settings.find_lld(clang) == "/bin/true"
     with pytest.raises(CompileSetupError):
         settings.find_lld(str(tmp_path / "no-such-clang"))
     with pytest.raises(CompileSetupError):
-        settings.find_lld(_fake_clang(tmp_path, "exec sleep 5"), timeout=0.2)
+        settings.find_lld(_fake_clang(tmp_path, f"exec {sys.executable} -c 'import time; time.sleep(5); "
+                                                f"print(\"/bin/true\")'"), timeout=0.2)
 
 
 def test_opt_level_is_the_last_recorded_one(tmp_path):
@@ -206,12 +226,17 @@ def test_run_reports_exit_status_stderr_and_timeout(tmp_path):
     rc, err, timed_out = settings._run(["sh", "-c", "pwd >&2; echo \"$X\" >&2"], {"PATH": os.environ["PATH"],
                                        "X": "from-env"}, OZ, 30.0, str(tmp_path), answers=False)
     assert (rc, timed_out) == (0, False) and err.split() == [os.path.realpath(tmp_path), "from-env"]
-    rc, err, timed_out = settings._run(["sh", "-c", "echo early >&2; exec sleep 30"], dict(os.environ), OZ, 0.5,
-                                       str(tmp_path), answers=False)
-    assert rc is None and timed_out
+    rc, err, timed_out = settings._run(["sh", "-c", "printf 'early\\377\\n' >&2; exec sleep 30"], dict(os.environ),
+                                       OZ, 0.5, str(tmp_path), answers=False)
+    assert rc is None and timed_out and err == "early\ufffd\n"   # what it wrote before it was killed
     rc, err, _ = settings._run(["sh", "-c", "printf 'a\\377b' >&2"], dict(os.environ), OZ, 30.0, str(tmp_path),
                                answers=False)
     assert err == "a\ufffdb"   # a linker's bytes that are not UTF-8 do not fail the run
+
+
+def test_run_gives_the_linker_no_input(tmp_path, stdin_data):
+    rc, err, _ = settings._run(["sh", "-c", "cat >&2"], dict(os.environ), OZ, 30.0, str(tmp_path), answers=False)
+    assert rc == 0 and err == ""
 
 
 def test_run_answers_a_python_policy_only_when_asked(tmp_path):
@@ -227,13 +252,17 @@ def test_run_answers_a_python_policy_only_when_asked(tmp_path):
     assert err.strip() == "{base}"
     rc, err, _ = settings._run(["sh", "-c", "printf 'a\\377b' >&2"], env, py, 30.0, str(tmp_path), answers=True)
     assert rc == 0 and err == "a\ufffdb"
+    rc, err, _ = settings._run(["sh", "-c", "pwd >&2"], env, py, 30.0, str(tmp_path), answers=True)
+    assert err.strip() == os.path.realpath(tmp_path)   # in the link's folder
+    rc, err, timed_out = settings._run(["sh", "-c", "exec sleep 30"], env, py, 0.5, str(tmp_path), answers=True)
+    assert timed_out and rc != 0
 
 
 def test_build_program_links_an_executable(mini, tc, tmp_path):
     r = settings.build_program(mini, TOOL, OZ, Setting("linked"), str(tmp_path), tc, CompileOptions(), keep=True)
     assert r.ok and r.error is None, r.error
     assert r.module == "tool" and r.object_path == str(tmp_path / "tool.oz" / "tool")
-    assert r.text_bytes == text_size(r.object_path) > 0 and r.seconds > 0
+    assert r.text_bytes == text_size(r.object_path) > 0 and 0 < r.seconds < 600
     assert r.decisions is None and r.capped == 0
     assert "-Wl,--gc-sections" in r.command and r.command.startswith(tc.clang)
     assert leftovers(tmp_path / "tool.oz") == []   # the members' objects are removed
@@ -280,9 +309,10 @@ def test_build_program_names_the_member_that_failed(mini, tc, tmp_path):
     (broken / "main.o.bc").write_bytes(b"BC\xc0\xde not bitcode")   # the second member
     c = Corpus(str(broken), [Module(str(broken), m.name) for m in mini.modules])
     work = tmp_path / "work"
-    r = settings.build_program(c, TOOL, OZ, Setting("linked"), str(work), tc, CompileOptions())
-    assert r.ok is False and r.error.startswith("module main.o: ") and r.command and r.seconds > 0
-    assert leftovers(work / "tool.oz") == []   # the first member's object is removed too
+    r = settings.build_program(c, TOOL, OZ, Setting("linked"), str(work), tc, CompileOptions(), tag="pol")
+    assert r.ok is False and r.error.startswith("module main.o: ") and 0 < r.seconds < 600
+    assert ".pol.o" in r.command   # the tag names the objects
+    assert leftovers(work / "tool.pol") == []   # the first member's object is removed too
 
 
 def test_build_program_reports_a_stale_module_pattern(mini, tc, tmp_path):
@@ -317,6 +347,19 @@ def test_build_program_passes_the_recorded_opt_level_and_sums_decisions(mini, tc
     r = settings.build_program(mini, TOOL, OZ.with_linker(onnx), Setting("lto"), str(tmp_path), tc,
                                CompileOptions())
     assert r.decisions == 9   # the linker's policy uses the plugin
+    calls = {"compile": None, "link": None}
+    monkeypatch.setattr(settings, "compile_module", lambda m, *a, **k: CompiledModule(m.name, ok=True,
+                                                                                      decisions=calls["compile"]))
+    monkeypatch.setattr(settings, "link_program",
+                        lambda *a, **k: CompiledModule("tool", ok=True, text_bytes=1, decisions=calls["link"]))
+    # an -Oz compile reports no decisions: the linker's alone
+    calls.update(compile=None, link=5)
+    assert settings.build_program(mini, TOOL, OZ.with_linker(onnx), Setting("lto"), str(tmp_path), tc,
+                                  CompileOptions()).decisions == 5
+    # a linker that decided nothing (the policy only in the compiles): the members' alone
+    calls.update(compile=3, link=None)
+    assert settings.build_program(mini, TOOL, onnx.with_linker(OZ), Setting("lto"), str(tmp_path), tc,
+                                  CompileOptions()).decisions == 6
 
 
 def test_build_program_oz_keeps_no_decisions(mini, tc, tmp_path, monkeypatch):
@@ -328,12 +371,35 @@ def test_build_program_oz_keeps_no_decisions(mini, tc, tmp_path, monkeypatch):
 
 
 def test_link_program_failure_names_the_status_and_the_last_lines(tmp_path, monkeypatch):
-    monkeypatch.setattr(settings, "_run", lambda *a, **k: (1, "a\n\nb\nc\nld.lld: error: undefined symbol\n", False))
+    stderr = "a\n\nb\nc\nld.lld: error: undefined symbol\n"
+    monkeypatch.setattr(settings, "_run", lambda *a, **k: (1, stderr, False))
     r = settings.link_program(TOOL, ["a.o"], OZ, Setting("linked"), str(tmp_path), TC, CompileOptions(), "-Oz")
-    assert not r.ok and r.error == "the link failed with exit status 1: b | c | ld.lld: error: undefined symbol"
+    assert r.ok is False and r.error == "the link failed with exit status 1: b | c | ld.lld: error: undefined symbol"
+    assert r.stderr == stderr and 0 < r.seconds < 600
     monkeypatch.setattr(settings, "_run", lambda *a, **k: (-9, "", False))
     r = settings.link_program(TOOL, ["a.o"], OZ, Setting("linked"), str(tmp_path), TC, CompileOptions(), "-Oz")
     assert r.error == "the link was killed by signal 9: (no output)"
+
+
+def test_link_program_measures_and_removes_the_linked_file(mini, tc, tmp_path, monkeypatch):
+    built = settings.build_program(mini, TOOL, OZ, Setting("linked"), str(tmp_path / "b"), tc, CompileOptions(),
+                                   keep=True)
+
+    def link(cmd, env, policy, timeout, cwd, answers):
+        shutil.copy(built.object_path, cmd[-1])
+        return 0, "", False
+    monkeypatch.setattr(settings, "_run", link)
+    r = settings.link_program(TOOL, ["a.o"], OZ, Setting("linked"), str(tmp_path), tc, CompileOptions(), "-Oz")
+    assert r.ok and r.text_bytes == built.text_bytes and r.object_path is None   # not kept by default
+    assert not (tmp_path / "tool").exists()
+
+    def junk(cmd, env, policy, timeout, cwd, answers):
+        with open(cmd[-1], "wb") as f:
+            f.write(b"not an ELF file at all, but long enough to be read as a header" * 2)
+        return 0, "", False
+    monkeypatch.setattr(settings, "_run", junk)
+    r = settings.link_program(TOOL, ["a.o"], OZ, Setting("linked"), str(tmp_path), tc, CompileOptions(), "-Oz")
+    assert r.ok is False and r.error and str(tmp_path / "tool") in r.error and not (tmp_path / "tool").exists()
 
 
 def test_link_program_in_lto_reads_the_plugin_report(tmp_path, monkeypatch):
@@ -376,6 +442,8 @@ def test_program_unit_names_and_builds(mini, tc, tmp_path, monkeypatch):
     assert settings.ProgramUnit(Corpus(mini.root + "/", []), TOOL, Setting("lto")).name == "corpus/tool"
     r = units[1].build(OZ, str(tmp_path), tc, CompileOptions(), tag="t")
     assert r.ok and r.module == "corpus/tool" and os.path.isdir(tmp_path / "tool.t")
+    r = units[1].build(OZ, str(tmp_path), tc, CompileOptions())
+    assert r.ok and sorted(os.listdir(tmp_path)) == ["tool.oz", "tool.t"]   # untagged: the policy's kind
 
 
 def test_program_key_changes_with_what_the_size_depends_on():
