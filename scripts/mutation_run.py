@@ -34,13 +34,34 @@ from mutmut.stats import status_by_exit_code
 from mutmut.utils.file_utils import walk_mutatable_files
 
 
+def exit_codes(path) -> dict:
+    """mutant name -> mutmut's exit code for it (None: not tried), of one file."""
+    m = SourceFileMutationData(path=path)
+    m.load()
+    return m.exit_code_by_key
+
+
 def all_mutants() -> list[str]:
-    names = []
-    for path in walk_mutatable_files():
-        m = SourceFileMutationData(path=path)
-        m.load()
-        names.extend(m.exit_code_by_key)
-    return sorted(names)
+    return sorted(n for path in walk_mutatable_files() for n in exit_codes(path))
+
+
+def run_with_budget(cmd: list[str], budget: float, grace: float = 15.0) -> int | None:
+    """Run cmd in a process group of its own; when the budget runs out, Ctrl-C
+    the group (mutmut stops its workers and keeps what it saved), then kill it.
+    The exit code, or None when the budget ran out."""
+    child = subprocess.Popen(cmd, start_new_session=True)
+    try:
+        return child.wait(timeout=budget)
+    except subprocess.TimeoutExpired:
+        pass
+    for sig, wait in ((signal.SIGINT, grace), (signal.SIGKILL, 60.0)):
+        try:
+            os.killpg(child.pid, sig)
+            child.wait(timeout=wait)
+            break
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            pass
+    return None
 
 
 def recheck(names: list[str], timeout: float) -> dict:
@@ -71,9 +92,7 @@ def recheck(names: list[str], timeout: float) -> dict:
 def not_killed() -> list[str]:
     out = []
     for path in walk_mutatable_files():
-        m = SourceFileMutationData(path=path)
-        m.load()
-        out.extend(n for n, c in m.exit_code_by_key.items()
+        out.extend(n for n, c in exit_codes(path).items()
                    if c is not None and status_by_exit_code[c] not in ("killed", "timeout"))
     return sorted(out)
 
@@ -83,10 +102,8 @@ def summarize(out: Path, note: str = "") -> int:
     totals: collections.Counter = collections.Counter()
     rechecked = json.loads(Path("recheck.json").read_text()) if Path("recheck.json").exists() else {}
     for path in sorted(walk_mutatable_files()):
-        m = SourceFileMutationData(path=path)
-        m.load()
         counts: collections.Counter = collections.Counter()
-        for name, code in sorted(m.exit_code_by_key.items()):
+        for name, code in sorted(exit_codes(path).items()):
             if code is None:          # not in the sample
                 continue
             status = status_by_exit_code[code]
@@ -142,25 +159,12 @@ def main() -> int:
         print(f"mutation: {len(names) or len(every)} of {len(every)} mutants")
     note = ""
     if not a.recheck_only and a.budget > 0:
-        # mutmut in a child process of its own group, stopped when the budget
-        # runs out: each mutant's result is saved as it comes, so what was tried counts.
-        child = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--jobs", str(a.jobs), *names],
-                                 start_new_session=True)
-        try:
-            rc = child.wait(timeout=a.budget)
-        except subprocess.TimeoutExpired:
-            rc = None
-            for sig, grace in ((signal.SIGINT, 15), (signal.SIGKILL, 60)):   # Ctrl-C: mutmut stops its workers
-                try:
-                    os.killpg(child.pid, sig)
-                    child.wait(timeout=grace)
-                    break
-                except (ProcessLookupError, subprocess.TimeoutExpired):
-                    pass
+        # each mutant's result is saved as it comes, so what was tried counts
+        rc = run_with_budget([sys.executable, os.path.abspath(__file__), "--jobs", str(a.jobs), *names], a.budget)
         if rc:
             return rc
         if rc is None:
-            tried = sum(1 for path in walk_mutatable_files() for _, c in _codes(path) if c is not None)
+            tried = sum(1 for path in walk_mutatable_files() for c in exit_codes(path).values() if c is not None)
             note = (f"mutation: the budget of {a.budget:g} s ran out: {tried} of {len(names) or len(all_mutants())} "
                     f"mutants tried" + ("" if tried else " (the tests' mapping and clean runs took it all)"))
             print(note)
@@ -175,12 +179,6 @@ def main() -> int:
         done.update(recheck([n for n in not_killed() if n not in done], a.recheck_timeout))
         Path("recheck.json").write_text(json.dumps(done, indent=1, sort_keys=True))
     return summarize(Path("summary.txt"), note)
-
-
-def _codes(path) -> list:
-    m = SourceFileMutationData(path=path)
-    m.load()
-    return list(m.exit_code_by_key.items())
 
 
 if __name__ == "__main__":
