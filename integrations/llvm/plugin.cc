@@ -15,5 +15,6 @@ extern "C" LLVM_ATTRIBUTE_WEAK ::llvm::PassPluginLibraryInfo llvmGetPassPluginIn
   return {LLVM_PLUGIN_API_VERSION, "mlbridge", "0.1.0", [](llvm::PassBuilder& pb) {
             mlbridge_llvm::registerInliner(pb);
             mlbridge_llvm::registerPhaseOrdering(pb);
+            mlbridge_llvm::registerPipelineOverride(pb);
           }};
 }

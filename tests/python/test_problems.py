@@ -87,7 +87,27 @@ def test_phase_ordering_is_the_plugins_pass_contract():
         ("module_features", "int64_t", (32,)), ("step", "int64_t", (1,))]
     assert (PHASES.answer.name, PHASES.answer.shape) == ("action", (1,))
     assert PHASES.commands == frozenset() and PHASES.in_plugin
-    assert PHASES.policy_options(Policy("onnx", "p.onnx", model="/m/p.onnx")) == ["-mlbridge-po-model=/m/p.onnx"]
+    # in clang: a pipeline for every module, or a tuning file per source file (pipeline_override.cc)
+    assert PHASES.policy_options(Policy.pipeline("function(sroa)")) == [
+        "-mlbridge-po-pipeline=function(sroa)", "-mlbridge-tuning-trace"]
+    assert PHASES.policy_options(Policy("tuning", "tuning:t.json", model="/m/t.json")) == [
+        "-mlbridge-tuning=/m/t.json", "-mlbridge-tuning-trace"]
+    with pytest.raises(ProblemError) as e:
+        PHASES.policy_options(Policy("onnx", "p.onnx", model="/m/p.onnx"))
+    assert e.value.argument == "policy" and "tuning:FILE" in str(e.value)
+    with pytest.raises(ProblemError, match="--problem phase-ordering"):
+        INLINING.policy_options(Policy.pipeline("function(sroa)"))
+
+
+def test_phase_ordering_verdicts_read_the_plugins_trace():
+    applied = "mlbridge-tuning: source /b/lib/x.c: applied the pipeline given\n"
+    default = "mlbridge-tuning: source /b/lib/y.c: not in the file, default pipeline\n"
+    pipeline, tuning = Policy.pipeline("function(sroa)"), Policy("tuning", "tuning:t", model="/t")
+    assert PHASES.verdict(applied, pipeline) == (None, 1)
+    assert PHASES.verdict("", pipeline)[0].startswith("the plugin did not replace the pipeline")
+    assert PHASES.verdict(default, tuning) == (None, 0)
+    assert PHASES.verdict("", tuning)[0].startswith("the plugin did not read the tuning file")
+    assert PHASES.verdict("", OZ) == (None, None)
 
 
 # -- inlining-size: the commands and verdicts of before ----------------------------------

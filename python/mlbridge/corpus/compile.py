@@ -36,7 +36,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 from ..core.ended import how_it_ended
 from ..core.errors import ArgumentError
 from ..problems import DEFAULT, Problem, resolve
-from .elf import ElfError, text_size
+from .elf import ElfError, stored_sizes
 from .layout import CorpusError, Module
 from .python_callable import load_callable
 
@@ -62,6 +62,9 @@ _DROP_PREFIX = ("-fembed-bitcode=", "-fthinlto-index=", "-stats-file=", "-ftime-
                 "-fmodules-cache-path=", "-fcrash-diagnostics-dir=", "-opt-record-file=", "-header-include-file=",
                 "-fprofile-instrument-path=", "-stack-usage-file=")
 _PLUGIN_ENV = "MLBRIDGE_LLVM_PLUGIN"
+#: the plugin's environment variables that choose who decides: never inherited by
+#: a compile, so the baseline stays -Oz whatever the user's shell has set
+PLUGIN_ENV_PREFIXES = ("MLBRIDGE_INLINE_", "MLBRIDGE_PO_", "MLBRIDGE_TUNING")
 
 
 class CompileSetupError(CorpusError):
@@ -111,11 +114,23 @@ class Policy:
         return Policy("callees", f"callees:{path}", model=os.path.abspath(path))
 
     @staticmethod
+    def pipeline(text: str) -> "Policy":
+        """A pass pipeline in place of the module's -O pipeline (phase ordering)."""
+        return Policy("pipeline", f"pipeline:{text}", model=text)
+
+    @staticmethod
     def parse(spec: str, argument: str = "policy") -> "Policy":
-        """``oz``, ``PATH.onnx``, ``python:MODULE:FN`` or ``callees:FILE``;
-        a PolicyError about ``argument`` otherwise."""
+        """``oz``, ``PATH.onnx``, ``python:MODULE:FN``, ``callees:FILE``,
+        ``tuning:FILE`` or ``pipeline:TEXT``; a PolicyError about ``argument`` otherwise."""
         if spec in ("oz", "default"):   # the baseline: -Oz's heuristic, the default advisor
             return Policy("oz", spec)
+        if spec.startswith("tuning:"):  # a tuning file from `mlbridge tune` (phase ordering)
+            path = spec[len("tuning:"):]
+            if not os.path.isfile(path):
+                raise PolicyError(argument, f"{{arg}} {spec}: no such tuning file")
+            return Policy("tuning", spec, model=os.path.abspath(path))
+        if spec.startswith("pipeline:") and len(spec) > len("pipeline:"):
+            return Policy.pipeline(spec[len("pipeline:"):])
         if spec.startswith("callees:"):
             path = spec[len("callees:"):]
             if not os.path.isfile(path):
@@ -135,7 +150,8 @@ class Policy:
             if not os.path.isfile(spec):
                 raise PolicyError(argument, f"{{arg}} {spec}: no such model file")
             return Policy("onnx", spec, model=os.path.abspath(spec))
-        raise PolicyError(argument, f"{{arg}} {spec!r}: expected oz, MODEL.onnx, python:MODULE:FN or callees:FILE")
+        raise PolicyError(argument, f"{{arg}} {spec!r}: expected oz, MODEL.onnx, python:MODULE:FN, callees:FILE, "
+                          "tuning:FILE or pipeline:TEXT")
 
 
 @dataclass(frozen=True)
@@ -285,6 +301,9 @@ class CompiledModule:
     run: Optional[str] = None
     #: questions the compiler refused without asking the policy (Problem.capped)
     capped: int = 0
+    #: every allocated byte with contents: code, read-only and initialized data
+    #: (llvm-size's Berkeley text + data; elf.stored_sizes)
+    stored_bytes: Optional[int] = None
 
     def as_dict(self) -> Dict[str, Any]:
         return {k: getattr(self, k) for k in ("module", "ok", "text_bytes", "seconds", "command", "error",
@@ -308,7 +327,7 @@ class CompileOptions:
     setting_drop: Tuple[str, ...] = ()
     bitcode: bool = False
     environ: Dict[str, str] = field(default_factory=lambda: {k: v for k, v in os.environ.items()
-                                                             if not k.startswith("MLBRIDGE_INLINE_")})
+                                                             if not k.startswith(PLUGIN_ENV_PREFIXES)})
 
 
 def command_for(module: Module, policy: Policy, out: str, toolchain: Toolchain,
@@ -389,7 +408,7 @@ def compile_module(module: Module, policy: Policy, out_dir: str, toolchain: Tool
             res.ok, res.object_path = True, out
             return res
         try:
-            res.text_bytes = text_size(out)
+            res.text_bytes, res.stored_bytes = stored_sizes(out)
         except (ElfError, OSError) as exc:
             res.error = f"cannot measure the object: {exc}"
             return res

@@ -139,6 +139,34 @@ def text_size_of(data: bytes, what: str = "object") -> int:
         raise ElfError(f"{what}: {exc}") from None
 
 
+SHF_WRITE = 0x1
+SHF_ALLOC = 0x2
+
+
+def _stored_sizes(f: BinaryIO, file_size: int) -> Tuple[int, int]:
+    text = stored = 0
+    for name, h in _sections(f, file_size):
+        if name == b".text" or name.startswith(b".text."):
+            text += h[5]
+        # llvm-size's Berkeley text + data: every allocated section with contents
+        # (code, read-only and initialized data; .bss takes no bytes in the file)
+        if h[2] & SHF_ALLOC and h[1] != SHT_NOBITS:
+            stored += h[5]
+    return text, stored
+
+
+def stored_sizes(path: str) -> Tuple[int, int]:
+    """(``.text`` bytes, stored bytes) of an object or linked file. Stored bytes are
+    what the program keeps on disk and in memory: llvm-size's Berkeley ``text`` +
+    ``data`` (every allocated section but ``.bss``), so that moving code into
+    tables (a switch into ``.rodata``) or tables into data is not counted as a win."""
+    with open(path, "rb") as f:
+        try:
+            return _stored_sizes(f, os.fstat(f.fileno()).st_size)
+        except ElfError as exc:
+            raise ElfError(f"{path}: {exc}") from None
+
+
 STT_FUNC = 2
 SHT_SYMTAB = 2
 #: a symbol table larger than this is not an object we want to parse

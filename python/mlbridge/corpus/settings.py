@@ -38,7 +38,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from .compile import (CompileOptions, CompiledModule, CompileSetupError, Policy, SetupArgumentError, Toolchain,
                       compile_module, _last_lines)
-from .elf import ElfError, defined_dynamic_symbols, text_size
+from .elf import ElfError, defined_dynamic_symbols, stored_sizes
 from .layout import Corpus, CorpusError, Module
 from .programs import Program
 from ..core.ended import how_it_ended
@@ -260,7 +260,7 @@ def link_program(program: Program, inputs: Sequence[str], policy: Policy, settin
             res.error = _check_exports(program, out)
             if res.error is not None:
                 return res
-        res.text_bytes = text_size(out)
+        res.text_bytes, res.stored_bytes = stored_sizes(out)
         res.ok = True
         if keep:
             res.object_path = out

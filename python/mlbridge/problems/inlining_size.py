@@ -7,7 +7,7 @@ from typing import List, Optional, Tuple
 
 from ..core.spec import TensorSpec
 from ..llvm.inliner_features import DECISION, FEATURES
-from .base import COMMANDS, Compiled, Decider, Problem
+from .base import COMMANDS, Compiled, Decider, Problem, ProblemError
 
 #: the plugin's bound on each remote (pipe) decision, in ms
 PIPE_DECISION_TIMEOUT_MS = 10000
@@ -25,6 +25,9 @@ class InliningForSize(Problem):
     in_plugin = True
 
     def policy_options(self, policy: Decider) -> List[str]:
+        if policy.kind in ("tuning", "pipeline"):
+            raise ProblemError("policy", f"{{arg}} {policy.spec}: a pass order decides phase ordering, not "
+                               "inlining: give --problem phase-ordering")
         if policy.kind == "onnx":
             opts = ["-mlbridge-inline-runner=onnx", f"-mlbridge-inline-model={policy.model}"]
         elif policy.kind == "callees":

@@ -1,9 +1,18 @@
-"""Phase ordering (POSET-RL): the plugin's ``mlbridge-phase-order`` pass asks
-for one of 15 pass subsequences per step, and the output's ``.text`` bytes are
-measured against ``clang-19 -Oz`` (docs/phase-ordering.md). The pass is
-registered by name only, so it runs in ``opt-19 -passes=mlbridge-phase-order``,
-not inside a corpus module's clang pipeline: no corpus or training command
-serves it; examples/phase_ordering/train.py trains it."""
+"""Phase ordering: which passes run on a module, in which order, for the
+smallest program.
+
+Two ways to decide, both in the mlbridge LLVM plugin:
+
+* inside ``clang-19`` (the corpus commands, ``mlbridge tune``): a pass pipeline
+  replaces the module's -O pipeline, one for every module (``pipeline:TEXT``,
+  what the tuner's candidates are) or per source file from a tuning file
+  (``tuning:FILE``, what ``mlbridge tune`` writes); code generation is clang's
+  own. Measured in stored bytes (code, read-only and initialized data) against
+  ``clang-19 -Oz`` (docs/tuning.md);
+* in ``opt-19 -passes=mlbridge-phase-order`` (POSET-RL style): a model picks one
+  of 15 pass subsequences per step from 32 module features
+  (docs/phase-ordering.md; examples/phase_ordering/ trains one).
+"""
 from __future__ import annotations
 
 from typing import List, Optional, Tuple
@@ -13,32 +22,47 @@ from .base import Compiled, Decider, Problem, ProblemError
 
 #: module_features' length (integrations/llvm/phase_ordering_features.cc)
 MODULE_FEATURES = 32
+#: the plugin's trace line for a module whose pipeline it replaced
+APPLIED = "mlbridge-tuning: source "
 
 
 class PhaseOrdering(Problem):
     name = "phase-ordering"
-    summary = "which pass subsequence runs next on a module, for the smallest .text"
+    summary = "which passes run on a module, in which order, for the fewest stored bytes"
     features = (TensorSpec("module_features", "int64_t", (MODULE_FEATURES,)), TensorSpec("step", "int64_t", (1,)))
     answer = TensorSpec("action", "int64_t", (1,))
     baseline = "clang-19 -Oz's pass pipeline"
-    measured = ".text bytes of the output after llc-19 -filetype=obj"
+    measured = "stored bytes (Berkeley text + data) of the object (or of the linked program)"
+    unit = "stored bytes"
     settings = ()
     commands = frozenset()
-    refusal = ("its pass runs in opt-19 -passes=mlbridge-phase-order, not in a corpus module's clang pipeline; "
-               "see examples/phase_ordering/")
+    refusal = ("pass orders are searched and scored per module by `mlbridge tune` (docs/tuning.md); a policy "
+               "that picks orders is trained by examples/phase_ordering/")
     in_plugin = True
 
     def policy_options(self, policy: Decider) -> List[str]:
-        # opt-19's options, next to -load-pass-plugin and -passes=mlbridge-phase-order
-        if policy.kind == "onnx":
-            return [f"-mlbridge-po-model={policy.model}"]
-        if policy.kind == "python":
-            return ["-mlbridge-po-pipe={base}"]
-        raise ProblemError("policy", f"{{arg}} {policy.spec}: the {self.name} problem takes MODEL.onnx or "
-                           "python:MODULE:FN")
+        # -mlbridge-tuning-trace: the line verdict() reads, one per module
+        if policy.kind == "tuning":
+            return [f"-mlbridge-tuning={policy.model}", "-mlbridge-tuning-trace"]
+        if policy.kind == "pipeline":
+            return [f"-mlbridge-po-pipeline={policy.model}", "-mlbridge-tuning-trace"]
+        raise ProblemError("policy", f"{{arg}} {policy.spec}: in clang the {self.name} problem takes tuning:FILE "
+                           "(from `mlbridge tune`) or pipeline:TEXT")
 
     def verdict(self, stderr: str, policy: Decider) -> Tuple[Optional[str], Optional[int]]:
-        return None, None
+        """Decisions: modules whose pipeline was replaced. A pipeline given for
+        every module that the plugin did not apply is a failure (no size of -Oz's
+        stands in for it); a tuning file may leave a module to -Oz."""
+        if policy.kind == "oz":
+            return None, None
+        lines = [ln for ln in stderr.splitlines() if ln.startswith(APPLIED)]
+        applied = sum(1 for ln in lines if ": applied " in ln)
+        if policy.kind == "pipeline" and applied == 0:
+            return "the plugin did not replace the pipeline (was it loaded, and the module optimized?)", None
+        if policy.kind == "tuning" and not lines:
+            return "the plugin did not read the tuning file (was it loaded?)", None
+        return None, applied
 
     def measure(self, compiled: Compiled) -> float:
-        return float(compiled.text_bytes) if compiled.text_bytes is not None else float("nan")
+        stored = getattr(compiled, "stored_bytes", None)
+        return float(stored) if stored is not None else float("nan")

@@ -1,0 +1,252 @@
+// A pass order in place of the -Oz pipeline, inside clang (docs/tuning.md):
+//   clang-19 -Oz -fplugin=libMLBridgeLLVM.so -fpass-plugin=libMLBridgeLLVM.so
+//            -mllvm -mlbridge-tuning=program.tuning.json -c x.c
+// A tuning file (written by `mlbridge tune`) maps source files to pass
+// pipelines; `-mlbridge-po-pipeline=TEXT` gives one pipeline for every module
+// (what the tuner's candidates use). At the start of the optimization
+// pipeline the module's pipeline runs, then every optional pass of the
+// default pipeline is skipped through the pass-instrumentation hook (required
+// passes such as the always-inliner still run; code generation is clang's
+// own, untouched). A module the file does not name compiles as usual.
+//
+// Never half-applied: a file that cannot be read, is damaged, was written for
+// another LLVM major version or names a pass this LLVM cannot parse is an
+// error for every compile that loads it (the build refuses), checked before
+// any pass runs. A module that does not verify afterwards is an error too.
+#include <llvm/ADT/SmallString.h>
+#include <llvm/ADT/StringRef.h>
+#include <llvm/Config/llvm-config.h>
+#include <llvm/IR/DiagnosticInfo.h>
+#include <llvm/IR/DiagnosticPrinter.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+#include <llvm/IR/PassInstrumentation.h>
+#include <llvm/IR/PassManager.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/CommandLine.h>
+#include <llvm/Support/Error.h>
+#include <llvm/Support/FileSystem.h>
+#include <llvm/Support/JSON.h>
+#include <llvm/Support/MemoryBuffer.h>
+#include <llvm/Support/Path.h>
+#include <llvm/Support/raw_ostream.h>
+
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "passes.h"
+
+namespace mlbridge_llvm {
+namespace {
+
+llvm::cl::opt<std::string> PipelineOpt("mlbridge-po-pipeline",
+                                       llvm::cl::desc("run this pass pipeline in place of the -O pipeline "
+                                                      "(every module; env MLBRIDGE_PO_PIPELINE)"));
+llvm::cl::opt<std::string> TuningOpt("mlbridge-tuning",
+                                     llvm::cl::desc("tuning file from `mlbridge tune`: per source file, a pass "
+                                                    "pipeline in place of the -O pipeline (env MLBRIDGE_TUNING)"));
+llvm::cl::opt<bool> TuningTraceOpt("mlbridge-tuning-trace",
+                                   llvm::cl::desc("print the module's source file and what was applied "
+                                                  "(env MLBRIDGE_TUNING_TRACE=1)"));
+
+// the tuning file's format and the one version this plugin reads
+constexpr const char* kFormat = "mlbridge-tuning";
+constexpr int64_t kVersion = 1;
+// a tuning file larger than this is not one `mlbridge tune` wrote
+constexpr uint64_t kMaxFileBytes = 64ull << 20;
+
+std::string fromOptionOrEnv(const llvm::cl::opt<std::string>& opt, const char* env) {
+  if (opt.getNumOccurrences()) return opt;
+  const char* v = std::getenv(env);
+  return v ? v : "";
+}
+
+bool traceOn() {
+  if (TuningTraceOpt.getNumOccurrences()) return TuningTraceOpt;
+  const char* v = std::getenv("MLBRIDGE_TUNING_TRACE");
+  return v && *v && llvm::StringRef(v) != "0";
+}
+
+class TuningDiagnostic : public llvm::DiagnosticInfo {
+ public:
+  TuningDiagnostic(const std::string& msg, llvm::DiagnosticSeverity sev) : DiagnosticInfo(kind(), sev), msg_(msg) {}
+  void print(llvm::DiagnosticPrinter& dp) const override { dp << "mlbridge-tuning: " << msg_; }
+
+ private:
+  static int kind() {
+    static const int k = llvm::getNextAvailablePluginDiagnosticKind();
+    return k;
+  }
+  const std::string& msg_;
+};
+
+// Source paths compare as absolute, dot-free paths: a build that ran in
+// another folder, or gave the file as ../src/x.c, still finds its entry.
+std::string normalizedSource(llvm::StringRef source) {
+  llvm::SmallString<256> p(source);
+  llvm::sys::fs::make_absolute(p);  // best effort: a failure keeps the path as given
+  llvm::sys::path::remove_dots(p, /*remove_dot_dot=*/true);
+  return std::string(p.str());
+}
+
+// KEY names PATH when it is PATH itself or a trailing run of its components.
+bool keyNames(llvm::StringRef path, llvm::StringRef key) {
+  if (key.empty() || !path.ends_with(key)) return false;
+  if (path.size() == key.size()) return true;
+  return path[path.size() - key.size() - 1] == '/';
+}
+
+// The tuning file, read and checked once per process (a compiler compiles
+// one module; a linker's LTO backends share it read-only).
+struct TuningFile {
+  std::string path;
+  std::string error;                          // non-empty: the file is refused
+  std::map<std::string, std::string> pipelines;  // source key -> pipeline text
+
+  // The longest key naming SOURCE; empty when none does.
+  const std::string* find(llvm::StringRef source, std::string* key) const {
+    const std::string* best = nullptr;
+    for (const auto& [k, text] : pipelines) {
+      if (keyNames(source, k) && (!best || k.size() > key->size())) {
+        best = &text;
+        *key = k;
+      }
+    }
+    return best;
+  }
+};
+
+std::string loadInto(TuningFile& tf, llvm::PassBuilder& pb) {
+  uint64_t size = 0;
+  if (std::error_code ec = llvm::sys::fs::file_size(tf.path, size)) return "cannot read it: " + ec.message();
+  if (size > kMaxFileBytes) return "it has " + std::to_string(size) + " bytes (limit " + std::to_string(kMaxFileBytes) + ")";
+  auto buf = llvm::MemoryBuffer::getFile(tf.path, /*IsText=*/true);
+  if (!buf) return "cannot read it: " + buf.getError().message();
+  llvm::Expected<llvm::json::Value> parsed = llvm::json::parse((*buf)->getBuffer());
+  if (!parsed) return "damaged (not JSON: " + llvm::toString(parsed.takeError()) + ")";
+  const llvm::json::Object* root = parsed->getAsObject();
+  if (!root) return "damaged (not a JSON object)";
+  std::optional<llvm::StringRef> format = root->getString("format");
+  if (!format || *format != kFormat) return std::string("not a tuning file (no \"format\": \"") + kFormat + "\")";
+  std::optional<int64_t> version = root->getInteger("version");
+  if (!version || *version != kVersion)
+    return "version " + (version ? std::to_string(*version) : std::string("missing")) + ", this plugin reads " +
+           std::to_string(kVersion);
+  std::optional<int64_t> major = root->getInteger("llvm_major");
+  if (!major || *major != LLVM_VERSION_MAJOR)
+    return "written for LLVM " + (major ? std::to_string(*major) : std::string("(missing)")) +
+           ", this is LLVM " + std::to_string(LLVM_VERSION_MAJOR) + ": tune again with this compiler";
+  const llvm::json::Object* modules = root->getObject("modules");
+  if (!modules) return "damaged (no \"modules\" object)";
+  for (const auto& [key, entry] : *modules) {
+    const llvm::json::Object* e = entry.getAsObject();
+    std::optional<llvm::StringRef> text = e ? e->getString("pipeline") : std::nullopt;
+    if (!text) return "damaged (module '" + key.str() + "' has no \"pipeline\" string)";
+    if (llvm::StringRef(key).empty() || llvm::StringRef(key).starts_with("/"))
+      return "damaged (module key '" + key.str() + "' is not a relative path)";
+    llvm::ModulePassManager check;
+    if (llvm::Error e2 = pb.parsePassPipeline(check, *text))
+      return "module '" + key.str() + "': its pipeline does not parse with this LLVM: " + llvm::toString(std::move(e2));
+    tf.pipelines.emplace(key.str(), text->str());
+  }
+  return "";
+}
+
+// Shared by the pass and the instrumentation hook of one PassBuilder.
+struct OverrideState {
+  llvm::PassBuilder* pb = nullptr;
+  bool hooked = false;  // the PassBuilder has instrumentation to skip passes with
+  bool skipRest = false;
+  bool running = false;  // the module's pipeline is running (it may contain default<Oz>)
+  std::unique_ptr<TuningFile> tuning;
+};
+
+const TuningFile& tuningFile(OverrideState& st, const std::string& path) {
+  if (!st.tuning || st.tuning->path != path) {
+    st.tuning = std::make_unique<TuningFile>();
+    st.tuning->path = path;
+    st.tuning->error = loadInto(*st.tuning, *st.pb);
+  }
+  return *st.tuning;
+}
+
+class PipelineOverridePass : public llvm::PassInfoMixin<PipelineOverridePass> {
+ public:
+  explicit PipelineOverridePass(std::shared_ptr<OverrideState> st) : st_(std::move(st)) {}
+  static bool isRequired() { return true; }
+
+  llvm::PreservedAnalyses run(llvm::Module& m, llvm::ModuleAnalysisManager& mam) {
+    // A pipeline that names default<Oz> runs this pass again inside: leave it be.
+    if (st_->running) return llvm::PreservedAnalyses::all();
+    std::string text = fromOptionOrEnv(PipelineOpt, "MLBRIDGE_PO_PIPELINE");
+    std::string file = fromOptionOrEnv(TuningOpt, "MLBRIDGE_TUNING");
+    bool trace = traceOn();
+    llvm::LLVMContext& ctx = m.getContext();
+    std::string source = normalizedSource(m.getSourceFileName());
+    if (text.empty() && file.empty()) {
+      // the tuner reads each module's source path from this line
+      if (trace) llvm::errs() << "mlbridge-tuning: source " << source << ": default pipeline\n";
+      return llvm::PreservedAnalyses::all();
+    }
+    std::string what = "the pipeline given";
+    if (text.empty()) {
+      const TuningFile& tf = tuningFile(*st_, file);
+      if (!tf.error.empty()) {
+        ctx.diagnose(TuningDiagnostic(file + ": " + tf.error, llvm::DS_Error));
+        return llvm::PreservedAnalyses::all();
+      }
+      std::string key;
+      const std::string* found = tf.find(source, &key);
+      if (!found) {
+        if (trace) llvm::errs() << "mlbridge-tuning: source " << source << ": not in the file, default pipeline\n";
+        return llvm::PreservedAnalyses::all();
+      }
+      text = *found;
+      what = "entry '" + key + "'";
+    }
+    if (!st_->hooked) {
+      ctx.diagnose(TuningDiagnostic("this compiler gives plugins no pass instrumentation, so the default "
+                                    "pipeline cannot be replaced",
+                                    llvm::DS_Error));
+      return llvm::PreservedAnalyses::all();
+    }
+    // Parsed afresh for this module: some module passes keep state between runs.
+    llvm::ModulePassManager mpm;
+    if (llvm::Error e = st_->pb->parsePassPipeline(mpm, text)) {
+      ctx.diagnose(TuningDiagnostic(what + " does not parse: " + llvm::toString(std::move(e)), llvm::DS_Error));
+      return llvm::PreservedAnalyses::all();
+    }
+    st_->running = true;
+    mpm.run(m, mam);
+    st_->running = false;
+    st_->skipRest = true;  // from here on, the default pipeline's optional passes are skipped
+    if (llvm::verifyModule(m, &llvm::errs())) {
+      ctx.diagnose(TuningDiagnostic("the module does not verify after " + what + " (an LLVM bug)", llvm::DS_Error));
+    }
+    if (trace) llvm::errs() << "mlbridge-tuning: source " << source << ": applied " << what << "\n";
+    return llvm::PreservedAnalyses::none();
+  }
+
+ private:
+  std::shared_ptr<OverrideState> st_;
+};
+
+}  // namespace
+
+void registerPipelineOverride(llvm::PassBuilder& pb) {
+  auto st = std::make_shared<OverrideState>();
+  st->pb = &pb;
+  if (llvm::PassInstrumentationCallbacks* pic = pb.getPassInstrumentationCallbacks()) {
+    st->hooked = true;
+    pic->registerShouldRunOptionalPassCallback([st](llvm::StringRef, llvm::Any) { return !st->skipRest; });
+  }
+  pb.registerPipelineStartEPCallback(
+      [st](llvm::ModulePassManager& mpm, llvm::OptimizationLevel) { mpm.addPass(PipelineOverridePass(st)); });
+}
+
+}  // namespace mlbridge_llvm

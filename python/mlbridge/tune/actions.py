@@ -1,0 +1,77 @@
+"""The steps a pass order is made of: named groups of LLVM passes, as textual
+new-pass-manager pipelines.
+
+Entries 0-14 are the phase-ordering pass's action table
+(integrations/llvm/phase_ordering_actions.cc, POSET-RL style groups of -Oz's
+passes; a test checks they match). The tuner adds steps that -Oz's pipeline
+lacks or spells differently (function merging, argument promotion, sinking,
+switches kept as branches) and -Oz's whole pipeline as one step, so a search can
+start from it. Append only: tuning files store pipelines as text, and orders in
+checkpoints are indices into this table.
+"""
+from __future__ import annotations
+
+from typing import List, NamedTuple, Sequence
+
+
+class Step(NamedTuple):
+    name: str
+    pipeline: str
+
+
+# instcombine is spelled <no-verify-fixpoint>, as default<Oz> does: a textual
+# instcombine in LLVM 19 aborts the compiler when one iteration does not reach
+# a fixpoint (docs/phase-ordering.md).
+STEPS: List[Step] = [
+    Step("sroa-cse-cfg", "function(sroa<modify-cfg>,early-cse<memssa>,simplifycfg)"),
+    Step("instcombine-cfg", "function(instcombine<no-verify-fixpoint>,simplifycfg)"),
+    Step("slp-vectorize", "function(slp-vectorizer,vector-combine,instcombine<no-verify-fixpoint>)"),
+    Step("inline-simplify", "cgscc(function-attrs,inline,function(sroa<modify-cfg>,early-cse<memssa>,simplifycfg,"
+                            "instcombine<no-verify-fixpoint>))"),
+    Step("licm-gvn", "function(loop-mssa(licm),gvn)"),
+    Step("rotate-licm", "function(loop-mssa(loop-rotate<no-header-duplication>,licm<no-allowspeculation>),"
+                        "simplifycfg)"),
+    Step("loop-idiom-deletion", "function(loop(loop-idiom,indvars,loop-deletion))"),
+    Step("jump-threading", "function(jump-threading,correlated-propagation,simplifycfg)"),
+    Step("tailcall-dse-adce", "function(tailcallelim,dse,adce,simplifycfg)"),
+    Step("reassociate", "function(reassociate,constraint-elimination,instcombine<no-verify-fixpoint>)"),
+    Step("ipsccp-globals", "ipsccp,globalopt,globaldce"),
+    Step("deadargelim", "deadargelim,elim-avail-extern,constmerge,function(instcombine<no-verify-fixpoint>)"),
+    Step("sccp-bdce", "function(sccp,bdce,instcombine<no-verify-fixpoint>)"),
+    Step("gvn-memcpyopt", "function(mldst-motion<no-split-footer-bb>,gvn,memcpyopt)"),
+    Step("late-cfg", "function(loop-sink,instsimplify,div-rem-pairs,simplifycfg<forward-switch-cond;"
+                     "switch-range-to-icmp;switch-to-lookup;no-keep-loops;hoist-common-insts;sink-common-insts>)"),
+    # -- the tuner's own steps (not in the phase-ordering pass's table) --
+    Step("mergefunc", "mergefunc"),
+    Step("argpromotion", "cgscc(argpromotion,function-attrs)"),
+    Step("gvn-sink", "function(gvn-sink,simplifycfg)"),
+    Step("switch-branches-cfg", "function(simplifycfg<switch-range-to-icmp;no-switch-to-lookup;no-keep-loops;"
+                                "hoist-common-insts;sink-common-insts>)"),
+    Step("globals-cleanup", "globalopt,globaldce,constmerge,strip-dead-prototypes"),
+    Step("aggressive-instcombine", "function(aggressive-instcombine,instcombine<no-verify-fixpoint>,simplifycfg)"),
+    Step("rel-lookup-tables", "rel-lookup-table-converter"),
+    Step("dse-memcpyopt", "function(dse,memcpyopt,instcombine<no-verify-fixpoint>)"),
+    # clang's whole -Oz optimization pipeline (parsed by clang's PassBuilder, so
+    # with clang's options, e.g. the SLP vectorizer): orders may build on it
+    Step("oz", "default<Oz>"),
+]
+
+#: entries shared with the phase-ordering pass (its kNumPhaseOrderActions)
+PHASE_ORDER_ACTIONS = 15
+OZ = len(STEPS) - 1
+INLINE = 3
+
+
+def pipeline_text(order: Sequence[int]) -> str:
+    """The one textual pipeline that runs ORDER's steps in turn (each occurrence
+    is its own pass object, so a step may repeat)."""
+    if not order:
+        raise ValueError("an empty order")
+    for i in order:
+        if not 0 <= int(i) < len(STEPS):
+            raise ValueError(f"step {i} out of range [0, {len(STEPS)})")
+    return ",".join(STEPS[int(i)].pipeline for i in order)
+
+
+def order_names(order: Sequence[int]) -> str:
+    return " ".join(STEPS[int(i)].name for i in order)
