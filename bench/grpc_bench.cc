@@ -98,7 +98,7 @@ Stats run(const Options& o, const std::string& model, int peerCpu, Status* error
   Peer peer(o, model, peerCpu, maxWorkers);
   if (peer.port() <= 0) {
     *error = unavailable(model == kCxxFloor ? "the C++ floor server did not start (mlbridge-bench grpc-floor-server)"
-                                            : "the Python model server did not start (python3 -m mlbridge.rpc.model_server)");
+                                            : "the Python model server did not start (python3 -m mlbridge.testing.grpc_models)");
     return Stats();
   }
   std::vector<std::vector<double>> groups;

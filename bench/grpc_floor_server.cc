@@ -1,7 +1,7 @@
 // gRPC's own floor for mlbridge-bench --runner grpc: a C++ ModelService that
 // answers every observation with zeros of the advice spec, prebuilt once per
 // stream, and decodes nothing. It prints the same {"event": "ready", "port": N}
-// line as `python -m mlbridge.rpc.model_server`. Measured beside the Python
+// line as `python -m mlbridge.testing.grpc_models`. Measured beside the Python
 // servers, it splits a round trip into what gRPC costs between two C++
 // processes and what grpcio's Python layer and mlbridge's handler add.
 //

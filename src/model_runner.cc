@@ -4,6 +4,8 @@
 #include <cstring>
 #include <limits>
 
+#include "runner_specs.h"
+
 namespace mlbridge {
 
 namespace {
@@ -110,9 +112,7 @@ ModelRunner::ModelRunner(std::vector<TensorSpec> inputs, std::vector<TensorSpec>
 ModelRunner::~ModelRunner() = default;
 
 Status ModelRunner::initBuffers() {
-  MLBRIDGE_RETURN_IF_ERROR(validateSpecs(inputSpecs_, "feature"));
-  MLBRIDGE_RETURN_IF_ERROR(validateSpecs(outputSpecs_, "advice"));
-  if (outputSpecs_.empty()) return invalidArgument("a runner needs at least one output (advice) spec");
+  MLBRIDGE_RETURN_IF_ERROR(checkRunnerSpecs(inputSpecs_, outputSpecs_));
   size_t bytes = 0, strings = 0;
   auto place = [&](const TensorSpec& s) {
     if (s.type() == DType::kString) {

@@ -4,6 +4,7 @@
 #include "mlbridge/aot_runner.h"
 
 #include "graph_binding.h"
+#include "runner_specs.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -49,9 +50,7 @@ StatusOr<std::unique_ptr<AotModelRunner>> AotModelRunner::create(const mlbridge_
                       std::to_string(MLBRIDGE_AOT_ABI_VERSION) + " (regenerate it with this mlbridge-aot)");
   if (!model->run || (model->num_inputs && !model->inputs) || (model->num_outputs && !model->outputs))
     return invalidArgument("AotModelRunner::create: malformed model descriptor");
-  MLBRIDGE_RETURN_IF_ERROR(validateSpecs(features, "feature"));
-  MLBRIDGE_RETURN_IF_ERROR(validateSpecs(advice, "advice"));
-  if (advice.empty()) return invalidArgument("a runner needs at least one output (advice) spec");
+  MLBRIDGE_RETURN_IF_ERROR(checkRunnerSpecs(features, advice));
 
   const std::vector<TensorSpec> ins = inputsOf(model), outs = outputsOf(model);
   // The rules every in-process runner shares; AOT shapes are all static.

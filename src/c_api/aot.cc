@@ -19,12 +19,10 @@ extern "C" mlb_status mlb_aot_runner_create(const struct mlbridge_aot_model* mod
   return guardError(error, [&]() -> Status {
     if (!model || !runner) return mlbridge::invalidArgument("mlb_aot_runner_create: model and runner must not be NULL");
     std::vector<TensorSpec> f, a;
-    MLBRIDGE_RETURN_IF_ERROR(mlbridge::capi::collectSpecs(features, feature_count, "feature", &f));
-    MLBRIDGE_RETURN_IF_ERROR(mlbridge::capi::collectSpecs(advice, advice_count, "advice", &a));
+    MLBRIDGE_RETURN_IF_ERROR(mlbridge::capi::collectRunnerSpecs(features, feature_count, advice, advice_count, &f, &a));
 #if defined(MLBRIDGE_HAVE_ENGINE)
-    auto created = mlbridge::AotModelRunner::create(model, std::move(f), std::move(a));
-    if (!created.ok()) return created.status();
-    return mlbridge::capi::wrapRunner(std::move(*created), "aot", runner);
+    return mlbridge::capi::wrapRunner(mlbridge::AotModelRunner::create(model, std::move(f), std::move(a)),
+                                      "aot", runner);
 #else
     return mlbridge::unimplemented(
         "this mlbridge library was built without the engine, which AOT runners need (-DMLBRIDGE_WITH_ENGINE=ON)");

@@ -78,6 +78,21 @@ mlb_status recordInRunner(mlb_runner* r, Status s) noexcept {
   return code;
 }
 
+Status nullArgument(const char* function, const char* names) {
+  return invalidArgument(std::string(function) + ": " + names + " must not be NULL");
+}
+
+Status outOfRange(const char* what, size_t index, size_t count) {
+  return Status(StatusCode::kOutOfRange, std::string(what) + " index " + std::to_string(index) +
+                                             " is out of range (" + std::to_string(count) + " " + what + "s)");
+}
+
+Status specAt(const std::vector<mlb_spec>& specs, size_t index, const char* what, const mlb_spec** spec) {
+  if (index >= specs.size()) return outOfRange(what, index, specs.size());
+  *spec = &specs[index];
+  return Status::OK();
+}
+
 Status collectSpecs(const mlb_spec* const* specs, size_t count, const char* what, std::vector<TensorSpec>* out) {
   out->clear();
   if (count && !specs) return invalidArgument(std::string(what) + " spec array is NULL");
@@ -87,6 +102,12 @@ Status collectSpecs(const mlb_spec* const* specs, size_t count, const char* what
     out->push_back(specs[i]->spec);
   }
   return Status::OK();
+}
+
+Status collectRunnerSpecs(const mlb_spec* const* features, size_t featureCount, const mlb_spec* const* advice,
+                          size_t adviceCount, std::vector<TensorSpec>* f, std::vector<TensorSpec>* a) {
+  MLBRIDGE_RETURN_IF_ERROR(collectSpecs(features, featureCount, "feature", f));
+  return collectSpecs(advice, adviceCount, "advice", a);
 }
 
 Status wrapRunner(std::unique_ptr<ModelRunner> runner, const char* kind, mlb_runner** out) {

@@ -8,13 +8,10 @@
 //                                    const mlb_spec* const* advice, size_t na,
 //                                    mlb_runner** runner, mlb_error** error) noexcept {
 //     return mlbridge::capi::guardError(error, [&]() -> mlbridge::Status {
-//       if (!runner) return mlbridge::invalidArgument("runner is NULL");
+//       if (!runner) return mlbridge::capi::nullArgument("mlb_foo_runner_create", "runner");
 //       std::vector<mlbridge::TensorSpec> f, a;
-//       MLBRIDGE_RETURN_IF_ERROR(mlbridge::capi::collectSpecs(features, nf, "feature", &f));
-//       MLBRIDGE_RETURN_IF_ERROR(mlbridge::capi::collectSpecs(advice, na, "advice", &a));
-//       auto r = FooModelRunner::create(std::move(f), std::move(a), ...);
-//       if (!r.ok()) return r.status();
-//       return mlbridge::capi::wrapRunner(std::move(*r), "foo", runner);
+//       MLBRIDGE_RETURN_IF_ERROR(mlbridge::capi::collectRunnerSpecs(features, nf, advice, na, &f, &a));
+//       return mlbridge::capi::wrapRunner(FooModelRunner::create(std::move(f), std::move(a), ...), "foo", runner);
 //     });
 //   }
 #ifndef MLBRIDGE_SRC_C_API_INTERNAL_H
@@ -93,12 +90,49 @@ mlb_status guardRunner(mlb_runner* r, F&& f) noexcept {
   return recordInRunner(r, callNoThrow([&]() -> Status { return f(*r); }));
 }
 
+// "FUNCTION: NAMES must not be NULL": an entry point was given NULL for a
+// pointer it needs (`names`: "model and spec").
+Status nullArgument(const char* function, const char* names);
+
+// "WHAT index I is out of range (N WHATs)".
+Status outOfRange(const char* what, size_t index, size_t count);
+
+// *spec = &specs[index] (a borrowed view), or outOfRange naming `what`
+// ("input", "output").
+Status specAt(const std::vector<mlb_spec>& specs, size_t index, const char* what, const mlb_spec** spec);
+
 // Copies `count` C specs into `out`; `what` ("feature", "advice") names the
 // list in errors (a NULL array or element).
 Status collectSpecs(const mlb_spec* const* specs, size_t count, const char* what, std::vector<TensorSpec>* out);
 
+// The two spec lists every runner kind's create takes: features into *f,
+// then advice into *a.
+Status collectRunnerSpecs(const mlb_spec* const* features, size_t featureCount, const mlb_spec* const* advice,
+                          size_t adviceCount, std::vector<TensorSpec>* f, std::vector<TensorSpec>* a);
+
 // Wraps a created runner in a C handle (*out). `kind` must have static storage.
 Status wrapRunner(std::unique_ptr<ModelRunner> runner, const char* kind, mlb_runner** out);
+
+// The same for what a runner's create returned: its error, or the runner wrapped.
+template <class R>
+Status wrapRunner(StatusOr<std::unique_ptr<R>> created, const char* kind, mlb_runner** out) {
+  if (!created.ok()) return created.status();
+  return wrapRunner(std::unique_ptr<ModelRunner>(std::move(*created)), kind, out);
+}
+
+// Wraps a loaded model in its C handle (*out): a struct with `model` (the
+// shared model) and the `inputs` and `outputs` views its spec getters hand
+// out, as mlb_onnx_model and mlb_onnxruntime_model are.
+template <class Handle, class Model>
+Status wrapModel(StatusOr<std::shared_ptr<const Model>> loaded, Handle** out) {
+  if (!loaded.ok()) return loaded.status();
+  std::unique_ptr<Handle> m(new Handle);
+  m->model = std::move(*loaded);
+  for (const TensorSpec& s : m->model->inputs()) m->inputs.push_back(mlb_spec{s});
+  for (const TensorSpec& s : m->model->outputs()) m->outputs.push_back(mlb_spec{s});
+  *out = m.release();
+  return Status::OK();
+}
 
 // A new C string copy of s (for char** results), or nullptr without memory.
 char* dupString(const std::string& s) noexcept;

@@ -14,10 +14,12 @@
 using mlbridge::OnnxLoadOptions;
 using mlbridge::OnnxModel;
 using mlbridge::Status;
-using mlbridge::StatusCode;
 using mlbridge::TensorSpec;
 using mlbridge::invalidArgument;
 using mlbridge::capi::guardError;
+using mlbridge::capi::nullArgument;
+using mlbridge::capi::specAt;
+using mlbridge::capi::wrapModel;
 
 struct mlb_onnx_options {
   OnnxLoadOptions options;
@@ -31,35 +33,12 @@ struct mlb_onnx_model {
 
 namespace {
 
-Status nullArgument(const char* function, const char* names) {
-  return invalidArgument(std::string(function) + ": " + names + " must not be NULL");
-}
-
-#if defined(MLBRIDGE_HAVE_ENGINE)
-Status wrapModel(mlbridge::StatusOr<std::shared_ptr<const OnnxModel>> loaded, mlb_onnx_model** out) {
-  if (!loaded.ok()) return loaded.status();
-  std::unique_ptr<mlb_onnx_model> m(new mlb_onnx_model);
-  m->model = std::move(*loaded);
-  for (const TensorSpec& s : m->model->inputs()) m->inputs.push_back(mlb_spec{s});
-  for (const TensorSpec& s : m->model->outputs()) m->outputs.push_back(mlb_spec{s});
-  *out = m.release();
-  return Status::OK();
-}
-#else
+#if !defined(MLBRIDGE_HAVE_ENGINE)
 Status noEngine() {
   return mlbridge::unimplemented(
       "this mlbridge library was built without the ONNX engine (configure with -DMLBRIDGE_WITH_ENGINE=ON)");
 }
 #endif
-
-Status specAt(const std::vector<mlb_spec>& specs, size_t index, const char* what, const mlb_spec** spec) {
-  if (index >= specs.size())
-    return Status(StatusCode::kOutOfRange, std::string(what) + " index " + std::to_string(index) +
-                                               " is out of range (" + std::to_string(specs.size()) + " " + what +
-                                               "s)");
-  *spec = &specs[index];
-  return Status::OK();
-}
 
 }  // namespace
 
@@ -245,12 +224,10 @@ extern "C" mlb_status mlb_onnx_runner_create(const mlb_onnx_model* model, const 
   return guardError(error, [&]() -> Status {
     if (!model || !runner) return nullArgument("mlb_onnx_runner_create", "model and runner");
     std::vector<TensorSpec> f, a;
-    MLBRIDGE_RETURN_IF_ERROR(mlbridge::capi::collectSpecs(features, feature_count, "feature", &f));
-    MLBRIDGE_RETURN_IF_ERROR(mlbridge::capi::collectSpecs(advice, advice_count, "advice", &a));
+    MLBRIDGE_RETURN_IF_ERROR(mlbridge::capi::collectRunnerSpecs(features, feature_count, advice, advice_count, &f, &a));
 #if defined(MLBRIDGE_HAVE_ENGINE)
-    auto created = mlbridge::NativeModelRunner::create(model->model, std::move(f), std::move(a));
-    if (!created.ok()) return created.status();
-    return mlbridge::capi::wrapRunner(std::move(*created), "onnx", runner);
+    return mlbridge::capi::wrapRunner(mlbridge::NativeModelRunner::create(model->model, std::move(f), std::move(a)),
+                                      "onnx", runner);
 #else
     return noEngine();
 #endif

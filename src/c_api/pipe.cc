@@ -114,11 +114,9 @@ extern "C" mlb_status mlb_pipe_runner_create(const mlb_spec* const* features, si
     if (!runner) return invalidArgument("mlb_pipe_runner_create: runner is NULL");
     if (!options) return nullOptions("mlb_pipe_runner_create");
     std::vector<TensorSpec> f, a;
-    MLBRIDGE_RETURN_IF_ERROR(mlbridge::capi::collectSpecs(features, feature_count, "feature", &f));
-    MLBRIDGE_RETURN_IF_ERROR(mlbridge::capi::collectSpecs(advice, advice_count, "advice", &a));
-    auto created = mlbridge::PipeModelRunner::create(std::move(f), std::move(a), options->options);
-    if (!created.ok()) return created.status();
-    return mlbridge::capi::wrapRunner(std::move(*created), "pipe", runner);
+    MLBRIDGE_RETURN_IF_ERROR(mlbridge::capi::collectRunnerSpecs(features, feature_count, advice, advice_count, &f, &a));
+    return mlbridge::capi::wrapRunner(mlbridge::PipeModelRunner::create(std::move(f), std::move(a), options->options),
+                                      "pipe", runner);
   });
 }
 

@@ -14,6 +14,7 @@ using mlbridge::StatusCode;
 using mlbridge::StatusOr;
 using mlbridge::invalidArgument;
 using mlbridge::capi::guardError;
+using mlbridge::capi::nullArgument;
 namespace rl = mlbridge::rl;
 
 struct mlb_rl_agents {
@@ -31,10 +32,6 @@ struct mlb_rl_driver {
 };
 
 namespace {
-
-Status nullArgument(const char* function, const char* names) {
-  return invalidArgument(std::string(function) + ": " + names + " must not be NULL");
-}
 
 // The bytes of mlb_rl_environment that API level 1 defines.
 constexpr size_t kEnvironmentSizeV1 = offsetof(mlb_rl_environment, step) + sizeof(mlb_rl_environment::step);

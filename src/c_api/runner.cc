@@ -15,20 +15,14 @@ using mlbridge::StatusCode;
 using mlbridge::TensorSpec;
 using mlbridge::invalidArgument;
 using mlbridge::capi::guardRunner;
+using mlbridge::capi::nullArgument;
+using mlbridge::capi::outOfRange;
+using mlbridge::capi::specAt;
 
 namespace {
 
 bool knownDType(mlb_dtype t) { return t >= MLB_DTYPE_FLOAT32 && t <= MLB_DTYPE_STRING; }
 const char* dtypeText(mlb_dtype t) { return knownDType(t) ? mlbridge::dtypeName(static_cast<DType>(t)) : "invalid"; }
-
-Status outOfRange(const char* what, size_t index, size_t count) {
-  return Status(StatusCode::kOutOfRange, std::string(what) + " index " + std::to_string(index) +
-                                             " is out of range (" + std::to_string(count) + " " + what + "s)");
-}
-
-Status nullArgument(const char* function, const char* names) {
-  return invalidArgument(std::string(function) + ": " + names + " must not be NULL");
-}
 
 Status checkDType(mlb_dtype dtype) {
   if (!knownDType(dtype)) return invalidArgument("unknown dtype value " + std::to_string(dtype));
@@ -111,18 +105,14 @@ extern "C" mlb_status mlb_runner_output_count(mlb_runner* r, size_t* count) noex
 extern "C" mlb_status mlb_runner_input_spec(mlb_runner* r, size_t index, const mlb_spec** spec) noexcept {
   return guardRunner(r, [&](mlb_runner& self) -> Status {
     if (!spec) return nullArgument("mlb_runner_input_spec", "spec");
-    if (index >= self.inputs.size()) return outOfRange("input", index, self.inputs.size());
-    *spec = &self.inputs[index];
-    return Status::OK();
+    return specAt(self.inputs, index, "input", spec);
   });
 }
 
 extern "C" mlb_status mlb_runner_output_spec(mlb_runner* r, size_t index, const mlb_spec** spec) noexcept {
   return guardRunner(r, [&](mlb_runner& self) -> Status {
     if (!spec) return nullArgument("mlb_runner_output_spec", "spec");
-    if (index >= self.outputs.size()) return outOfRange("output", index, self.outputs.size());
-    *spec = &self.outputs[index];
-    return Status::OK();
+    return specAt(self.outputs, index, "output", spec);
   });
 }
 

@@ -115,10 +115,8 @@ extern "C" mlb_status mlb_shm_runner_create(const mlb_spec* const* features, siz
     if (!runner) return invalidArgument("mlb_shm_runner_create: runner is NULL");
     if (!options) return invalidArgument("mlb_shm_runner_create: options is NULL");
     std::vector<mlbridge::TensorSpec> f, a;
-    MLBRIDGE_RETURN_IF_ERROR(mlbridge::capi::collectSpecs(features, feature_count, "feature", &f));
-    MLBRIDGE_RETURN_IF_ERROR(mlbridge::capi::collectSpecs(advice, advice_count, "advice", &a));
-    auto created = mlbridge::ShmModelRunner::create(std::move(f), std::move(a), options->options);
-    if (!created.ok()) return created.status();
-    return mlbridge::capi::wrapRunner(std::move(*created), "shm", runner);
+    MLBRIDGE_RETURN_IF_ERROR(mlbridge::capi::collectRunnerSpecs(features, feature_count, advice, advice_count, &f, &a));
+    return mlbridge::capi::wrapRunner(mlbridge::ShmModelRunner::create(std::move(f), std::move(a), options->options),
+                                      "shm", runner);
   });
 }

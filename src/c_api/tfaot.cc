@@ -18,10 +18,8 @@ extern "C" mlb_status mlb_tfaot_runner_create(const struct mlbridge_tfaot_model*
     if (!model || !runner)
       return mlbridge::invalidArgument("mlb_tfaot_runner_create: model and runner must not be NULL");
     std::vector<TensorSpec> f, a;
-    MLBRIDGE_RETURN_IF_ERROR(mlbridge::capi::collectSpecs(features, feature_count, "feature", &f));
-    MLBRIDGE_RETURN_IF_ERROR(mlbridge::capi::collectSpecs(advice, advice_count, "advice", &a));
-    auto created = mlbridge::TfAotModelRunner::create(model, std::move(f), std::move(a));
-    if (!created.ok()) return created.status();
-    return mlbridge::capi::wrapRunner(std::move(*created), "tfaot", runner);
+    MLBRIDGE_RETURN_IF_ERROR(mlbridge::capi::collectRunnerSpecs(features, feature_count, advice, advice_count, &f, &a));
+    return mlbridge::capi::wrapRunner(mlbridge::TfAotModelRunner::create(model, std::move(f), std::move(a)),
+                                      "tfaot", runner);
   });
 }

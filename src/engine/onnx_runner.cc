@@ -11,6 +11,7 @@
 #include "engine/import.h"
 #include "engine/onnx_proto.h"
 #include "engine/program.h"
+#include "runner_specs.h"
 
 namespace mlbridge {
 
@@ -195,9 +196,7 @@ StatusOr<std::unique_ptr<NativeModelRunner>> NativeModelRunner::create(std::shar
                                                                         std::vector<TensorSpec> features,
                                                                         std::vector<TensorSpec> advice) {
   if (!model) return invalidArgument("NativeModelRunner::create: no model");
-  MLBRIDGE_RETURN_IF_ERROR(validateSpecs(features, "feature"));
-  MLBRIDGE_RETURN_IF_ERROR(validateSpecs(advice, "advice"));
-  if (advice.empty()) return invalidArgument("a runner needs at least one output (advice) spec");
+  MLBRIDGE_RETURN_IF_ERROR(checkRunnerSpecs(features, advice));
 
   // Inputs and outputs bind by the rules every in-process runner shares.
   const std::vector<TensorSpec>& ins = model->inputs();

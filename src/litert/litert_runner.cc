@@ -16,6 +16,7 @@
 #include "graph_binding.h"
 #include "json/json.h"
 #include "litert/litert_api.h"
+#include "runner_specs.h"
 
 namespace mlbridge {
 
@@ -251,9 +252,7 @@ StatusOr<std::unique_ptr<LiteRtModelRunner>> LiteRtModelRunner::create(const std
                                                                       std::vector<TensorSpec> features,
                                                                       std::vector<TensorSpec> advice,
                                                                       const LiteRtRunnerOptions& options) {
-  MLBRIDGE_RETURN_IF_ERROR(validateSpecs(features, "feature"));
-  MLBRIDGE_RETURN_IF_ERROR(validateSpecs(advice, "advice"));
-  if (advice.empty()) return invalidArgument("a runner needs at least one output (advice) spec");
+  MLBRIDGE_RETURN_IF_ERROR(checkRunnerSpecs(features, advice));
   std::string file = model, outputSpec;
   if (isDirectory(model)) {
     file = model + "/model.tflite";

@@ -11,6 +11,7 @@
 #include <map>
 
 #include "ort/ort_api.h"
+#include "runner_specs.h"
 
 namespace mlbridge {
 
@@ -362,9 +363,7 @@ StatusOr<std::unique_ptr<OnnxRuntimeRunner>> OnnxRuntimeRunner::create(std::shar
                                                                        std::vector<TensorSpec> features,
                                                                        std::vector<TensorSpec> advice) {
   if (!model) return invalidArgument("OnnxRuntimeRunner::create: no model");
-  MLBRIDGE_RETURN_IF_ERROR(validateSpecs(features, "feature"));
-  MLBRIDGE_RETURN_IF_ERROR(validateSpecs(advice, "advice"));
-  if (advice.empty()) return invalidArgument("a runner needs at least one output (advice) spec");
+  MLBRIDGE_RETURN_IF_ERROR(checkRunnerSpecs(features, advice));
   const OnnxRuntimeModel::Impl& mi = *model->impl_;
 
   // The rules every in-process runner shares; ONNX Runtime passes numbers only.

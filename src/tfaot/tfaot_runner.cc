@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "graph_binding.h"
+#include "runner_specs.h"
 
 namespace mlbridge {
 
@@ -50,9 +51,7 @@ StatusOr<std::unique_ptr<TfAotModelRunner>> TfAotModelRunner::create(const mlbri
   if (!model->create || !model->destroy || !model->feed_data || !model->fetch_data || !model->run ||
       (model->num_feeds && !model->feeds) || (model->num_fetches && !model->fetches))
     return invalidArgument("TfAotModelRunner::create: malformed model descriptor");
-  MLBRIDGE_RETURN_IF_ERROR(validateSpecs(features, "feature"));
-  MLBRIDGE_RETURN_IF_ERROR(validateSpecs(advice, "advice"));
-  if (advice.empty()) return invalidArgument("a runner needs at least one output (advice) spec");
+  MLBRIDGE_RETURN_IF_ERROR(checkRunnerSpecs(features, advice));
 
   const std::vector<TensorSpec> feeds = feedsOf(model), fetches = fetchesOf(model);
   for (size_t i = 0; i < feeds.size(); ++i)

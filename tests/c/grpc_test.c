@@ -1,5 +1,5 @@
 /* Runner kind "grpc" through the C API, against the Python gRPC model server
- * (python -m mlbridge.rpc.model_server): a round trip, a shared channel, a
+ * (python -m mlbridge.testing.grpc_models): a round trip, a shared channel, a
  * model-side error, a server that is not there, and a server killed
  * mid-session. Built when the optional library mlbridge_grpc is. */
 #include "c_test.h"
@@ -13,7 +13,7 @@ typedef struct {
 
 static int start_server(server* s, const char* model) {
   char ready[512];
-  const char* args[] = {"mlbridge.rpc.model_server", "--model", NULL, NULL};
+  const char* args[] = {"mlbridge.testing.grpc_models", "--model", NULL, NULL};
   const char* port;
   args[2] = model;
   memset(s, 0, sizeof *s);

@@ -25,7 +25,7 @@ inline void ensurePythonPath() {
     setenv("PYTHONPATH", (old && *old ? src + ":" + old : src).c_str(), 1);
 }
 
-// `python3 -m mlbridge.rpc.model_server ARGS` with the in-tree package; waits for its ready line.
+// `python3 -m mlbridge.testing.grpc_models ARGS` with the in-tree package; waits for its ready line.
 class PyServer : public mlbridge::tools::PythonGrpcServer {
  public:
   explicit PyServer(std::vector<std::string> args) : PythonGrpcServer((ensurePythonPath(), args)) {}

@@ -1,4 +1,4 @@
-// The gRPC runner against the Python model server (python -m mlbridge.rpc.model_server)
+// The gRPC runner against the Python model server (python -m mlbridge.testing.grpc_models)
 // and against fake C++ servers: results, failure behaviour, security.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>

@@ -440,7 +440,7 @@ def test_clean_stream_end_then_close_is_clean():
 
 
 def test_server_subprocess_killed_mid_episode():
-    with Proc([sys.executable, "-m", "mlbridge.rpc.model_server", "--model", "const", "--value", "2"],
+    with Proc([sys.executable, "-m", "mlbridge.testing.grpc_models", "--model", "const", "--value", "2"],
               env=child_env()) as p:
         c = ModelClient(p.target, FEATS, ADV, retry=FAST)
         assert c.evaluate({"a": 1, "b": [0, 0]})[0].tolist() == [2]

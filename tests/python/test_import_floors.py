@@ -16,13 +16,12 @@ ALLOWED = {
     "core": {"_proto"},
     "formats": {"core", "_proto"},
     "transport": {"core", "formats"},
-    # rpc/model_server's main serves the test doubles of testing/ to C++ tests
-    "rpc": {"core", "formats", "transport", "testing", "_proto"},
+    "rpc": {"core", "formats", "transport", "_proto"},
     "llvm": {"core", "formats", "transport"},
     "problems": {"core", "formats", "transport", "llvm"},
     "corpus": {"core", "formats", "transport", "llvm", "problems"},
     "train": {"core", "formats", "transport", "rpc", "llvm", "problems", "corpus"},
-    "testing": {"core", "formats", "transport"},
+    "testing": {"core", "formats", "transport", "rpc"},
     "cli": {"core", "formats", "transport", "rpc", "llvm", "problems", "corpus", "train", "testing", "_proto"},
 }
 

@@ -29,7 +29,7 @@ def test_no_import_hook_is_installed():
     assert not [f for f in sys.meta_path if type(f).__module__.startswith("mlbridge")]
 
 
-@pytest.mark.parametrize("module", ["mlbridge.testing.bench_model", "mlbridge.rpc.model_server"])
+@pytest.mark.parametrize("module", ["mlbridge.testing.bench_model", "mlbridge.testing.grpc_models"])
 def test_python_dash_m_runs_the_test_doubles(module):
     out = subprocess.run([sys.executable, "-m", module, "--help"], env=child_env(), capture_output=True,
                          text=True, timeout=60)

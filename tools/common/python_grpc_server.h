@@ -1,4 +1,4 @@
-// `PYTHON -m mlbridge.rpc.model_server ARGS` as a child process, for the gRPC tests
+// `PYTHON -m mlbridge.testing.grpc_models ARGS` as a child process, for the gRPC tests
 // and mlbridge-bench: started with stdin on /dev/null, its port read from the
 // {"event": "ready", "port": N} line it prints, killed and reaped on
 // destruction. Header-only; POSIX.
@@ -45,7 +45,7 @@ class PythonGrpcServer {
       int devnull = open("/dev/null", O_RDONLY);
       dup2(devnull, 0);
       std::vector<std::string> all = options.command;
-      if (all.empty()) all = {options.python, "-m", "mlbridge.rpc.model_server"};
+      if (all.empty()) all = {options.python, "-m", "mlbridge.testing.grpc_models"};
       all.insert(all.end(), args.begin(), args.end());
       std::vector<char*> argv;
       for (auto& a : all) argv.push_back(const_cast<char*>(a.c_str()));

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import secrets
-import sys
 import threading
 import time
 from concurrent import futures
@@ -37,7 +36,7 @@ from ..core.session import ModelLike, Observation, Session, describe_error, end_
 from ..core.spec import TensorSpec, check_unique, required_features_problem
 from .lifecycle import ServerLifecycle
 
-__all__ = ["GrpcServer", "ServerTLS", "ClientTLS", "RetryPolicy", "main"]
+__all__ = ["GrpcServer", "ServerTLS", "ClientTLS", "RetryPolicy"]
 
 _SERVICE = "mlbridge.v1.ModelService"
 _FMT = ProtobufFormat()
@@ -456,88 +455,3 @@ def _decide(lv: _Live, oid: int, tensors: Any) -> bytes:
         return _FMT.error_payload(oid, describe_error(exc))
     sess.observations += 1
     return data[4:]   # the frame's payload: Message{reply}, which parses as EvaluateReply
-
-
-def main(argv: Optional[List[str]] = None) -> int:
-    """``python -m mlbridge.rpc.model_server --model fc|const|echo|raise|sleep [--address A] [--token T]``
-
-    A test/benchmark model server. Prints ``{"event":"ready","port":N}`` on
-    stdout once listening; stops on SIGTERM/SIGINT or a Shutdown RPC. Never
-    reads stdin.
-    """
-    import argparse
-    import json
-    import signal
-
-    import numpy as np
-
-    from ..testing.bench_model import ConstModel, EchoModel, FcModel
-    from ..core.session import Model
-
-    class Raise(Model):
-        def __call__(self, obs: Observation) -> Any:
-            raise ValueError(f"model failure on observation {obs.id}")
-
-    class Sleep(Model):
-        def __init__(self, seconds: float) -> None:
-            self.seconds = seconds
-
-        def __call__(self, obs: Observation) -> Any:
-            time.sleep(self.seconds)
-            return np.zeros(obs.session.advice[0].shape, obs.session.advice[0].np_dtype)
-
-    class WrongDtype(Model):
-        def __call__(self, obs: Observation) -> Any:
-            return "not a number"
-
-    class Floor(GrpcServer):
-        """Benchmark floor: gRPC and protobuf parsing only; zero advice, no policy."""
-
-        def _fast_evaluator(self, sid: int, lv: _Live) -> None:
-            return None   # every request parsed, then answered with zeros
-
-        def _evaluate_one(self, req: Any, context: grpc.ServicerContext) -> bytes:
-            lv = self._live.get(req.session)
-            if lv is None:
-                context.abort(grpc.StatusCode.NOT_FOUND, "unknown session")
-            zeros = getattr(lv, "zeros", None)
-            if zeros is None:
-                zeros = [np.zeros(s.shape, s.np_dtype) for s in lv.session.advice]
-                lv.zeros = zeros  # type: ignore[attr-defined]
-            return _FMT.reply_payload(req.observation.id, lv.session.advice, zeros)
-
-    p = argparse.ArgumentParser(prog="python -m mlbridge.rpc.model_server")
-    p.add_argument("--address", default="127.0.0.1:0")
-    p.add_argument("--model", default="const", choices=["fc", "const", "echo", "raise", "sleep", "wrong", "raw"])
-    p.add_argument("--value", type=float, default=0)
-    p.add_argument("--sleep", type=float, default=5.0)
-    p.add_argument("--token", default=None)
-    p.add_argument("--max-workers", type=int, default=64)
-    p.add_argument("--tls-cert")
-    p.add_argument("--tls-key")
-    p.add_argument("--tls-client-ca")
-    args = p.parse_args(argv)
-    factories: Dict[str, Callable[[], Any]] = {
-        "fc": FcModel, "const": lambda: ConstModel(args.value), "echo": EchoModel,
-        "raise": Raise, "sleep": lambda: Sleep(args.sleep), "wrong": WrongDtype, "raw": ConstModel}
-    tls = ServerTLS(args.tls_cert, args.tls_key, args.tls_client_ca) if args.tls_cert else None
-    cls = Floor if args.model == "raw" else GrpcServer
-    server = cls(factories[args.model], args.address, per_session=True, token=args.token, tls=tls,
-                        max_workers=args.max_workers)
-    server.start()
-
-    def on_signal(signum: int, frame: Any) -> None:
-        threading.Thread(target=server.stop, args=(0.5,), daemon=True).start()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-    print(json.dumps({"event": "ready", "port": server.port, "pid": __import__("os").getpid()}), flush=True)
-    while not server.wait(0.5):
-        pass
-    print(json.dumps({"event": "stopped", "sessions": len(server.sessions),
-                      "reason": server.shutdown_reason or "signal"}), file=sys.stderr, flush=True)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

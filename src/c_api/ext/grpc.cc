@@ -14,6 +14,7 @@ using mlbridge::Status;
 using mlbridge::TensorSpec;
 using mlbridge::invalidArgument;
 using mlbridge::capi::guardError;
+using mlbridge::capi::nullArgument;
 
 struct mlb_grpc_options {
   GrpcRunnerOptions options;
@@ -25,19 +26,9 @@ struct mlb_grpc_channel {
 
 namespace {
 
-Status nullArgument(const char* function, const char* names) {
-  return invalidArgument(std::string(function) + ": " + names + " must not be NULL");
-}
-
 Status positive(const char* what, int64_t value) {
   if (value > 0) return Status::OK();
   return invalidArgument(std::string(what) + " must be positive, got " + std::to_string(value));
-}
-
-Status collect(const mlb_spec* const* features, size_t nf, const mlb_spec* const* advice, size_t na,
-               std::vector<TensorSpec>* f, std::vector<TensorSpec>* a) {
-  MLBRIDGE_RETURN_IF_ERROR(mlbridge::capi::collectSpecs(features, nf, "feature", f));
-  return mlbridge::capi::collectSpecs(advice, na, "advice", a);
 }
 
 }  // namespace
@@ -183,10 +174,9 @@ extern "C" mlb_status mlb_grpc_runner_create(const mlb_spec* const* features, si
   return guardError(error, [&]() -> Status {
     if (!options || !runner) return nullArgument("mlb_grpc_runner_create", "options and runner");
     std::vector<TensorSpec> f, a;
-    MLBRIDGE_RETURN_IF_ERROR(collect(features, feature_count, advice, advice_count, &f, &a));
-    auto created = mlbridge::GrpcModelRunner::create(std::move(f), std::move(a), options->options);
-    if (!created.ok()) return created.status();
-    return mlbridge::capi::wrapRunner(std::move(*created), "grpc", runner);
+    MLBRIDGE_RETURN_IF_ERROR(mlbridge::capi::collectRunnerSpecs(features, feature_count, advice, advice_count, &f, &a));
+    return mlbridge::capi::wrapRunner(mlbridge::GrpcModelRunner::create(std::move(f), std::move(a), options->options),
+                                      "grpc", runner);
   });
 }
 
@@ -197,9 +187,8 @@ extern "C" mlb_status mlb_grpc_runner_create_on_channel(mlb_grpc_channel* channe
   return guardError(error, [&]() -> Status {
     if (!channel || !runner) return nullArgument("mlb_grpc_runner_create_on_channel", "channel and runner");
     std::vector<TensorSpec> f, a;
-    MLBRIDGE_RETURN_IF_ERROR(collect(features, feature_count, advice, advice_count, &f, &a));
-    auto created = mlbridge::GrpcModelRunner::create(std::move(f), std::move(a), channel->channel);
-    if (!created.ok()) return created.status();
-    return mlbridge::capi::wrapRunner(std::move(*created), "grpc", runner);
+    MLBRIDGE_RETURN_IF_ERROR(mlbridge::capi::collectRunnerSpecs(features, feature_count, advice, advice_count, &f, &a));
+    return mlbridge::capi::wrapRunner(mlbridge::GrpcModelRunner::create(std::move(f), std::move(a), channel->channel),
+                                      "grpc", runner);
   });
 }

@@ -14,6 +14,9 @@ using mlbridge::StatusCode;
 using mlbridge::TensorSpec;
 using mlbridge::invalidArgument;
 using mlbridge::capi::guardError;
+using mlbridge::capi::nullArgument;
+using mlbridge::capi::specAt;
+using mlbridge::capi::wrapModel;
 
 struct mlb_onnxruntime_options {
   OnnxRuntimeOptions options;
@@ -26,29 +29,6 @@ struct mlb_onnxruntime_model {
 };
 
 namespace {
-
-Status nullArgument(const char* function, const char* names) {
-  return invalidArgument(std::string(function) + ": " + names + " must not be NULL");
-}
-
-Status wrapModel(mlbridge::StatusOr<std::shared_ptr<const OnnxRuntimeModel>> loaded, mlb_onnxruntime_model** out) {
-  if (!loaded.ok()) return loaded.status();
-  std::unique_ptr<mlb_onnxruntime_model> m(new mlb_onnxruntime_model);
-  m->model = std::move(*loaded);
-  for (const TensorSpec& s : m->model->inputs()) m->inputs.push_back(mlb_spec{s});
-  for (const TensorSpec& s : m->model->outputs()) m->outputs.push_back(mlb_spec{s});
-  *out = m.release();
-  return Status::OK();
-}
-
-Status specAt(const std::vector<mlb_spec>& specs, size_t index, const char* what, const mlb_spec** spec) {
-  if (index >= specs.size())
-    return Status(StatusCode::kOutOfRange, std::string(what) + " index " + std::to_string(index) +
-                                               " is out of range (" + std::to_string(specs.size()) + " " + what +
-                                               "s)");
-  *spec = &specs[index];
-  return Status::OK();
-}
 
 const OnnxRuntimeOptions& optionsOf(const mlb_onnxruntime_options* o) {
   static const OnnxRuntimeOptions kDefaults;
@@ -221,10 +201,8 @@ extern "C" mlb_status mlb_onnxruntime_runner_create(const mlb_onnxruntime_model*
   return guardError(error, [&]() -> Status {
     if (!model || !runner) return nullArgument("mlb_onnxruntime_runner_create", "model and runner");
     std::vector<TensorSpec> f, a;
-    MLBRIDGE_RETURN_IF_ERROR(mlbridge::capi::collectSpecs(features, feature_count, "feature", &f));
-    MLBRIDGE_RETURN_IF_ERROR(mlbridge::capi::collectSpecs(advice, advice_count, "advice", &a));
-    auto created = mlbridge::OnnxRuntimeRunner::create(model->model, std::move(f), std::move(a));
-    if (!created.ok()) return created.status();
-    return mlbridge::capi::wrapRunner(std::move(*created), "onnxruntime", runner);
+    MLBRIDGE_RETURN_IF_ERROR(mlbridge::capi::collectRunnerSpecs(features, feature_count, advice, advice_count, &f, &a));
+    return mlbridge::capi::wrapRunner(mlbridge::OnnxRuntimeRunner::create(model->model, std::move(f), std::move(a)),
+                                      "onnxruntime", runner);
   });
 }
