@@ -20,9 +20,12 @@ What is not checked, and why:
 * paths whose first component is not a source folder: ``build/``,
   ``build-fuzz/``, ``.deps/``, ``out/``, ``~/.cache/...``, ``RUN/...``: things
   a command produces, outside the repository, or placeholders in capitals;
-* tokens with ``...``, ``$``, ``=`` or ``://`` (elisions, variables, options,
-  URLs) and paths under ``EXTERNAL`` (other projects' files, like LLVM's
-  ``llvm/lib/...``, that a doc cites by their own path).
+* tokens with ``...``, ``$``, ``~``, ``=`` or ``://`` (elisions, variables,
+  home folders, options, URLs) and paths under ``EXTERNAL`` (other projects'
+  files, like LLVM's ``llvm/lib/...``, that a doc cites by their own path);
+* bare file names (``lz4hc.c``, ``log_reader.py``, ``session_server.py``):
+  most name files of a corpus or of another project, or a file of the folder
+  the sentence is about.
 
 Python names ``mlbridge.a.b`` are checked too: a module of the package or a name
 in one (a line saying a name is gone is left alone).
@@ -164,6 +167,7 @@ def _code_path(token: str, root: str) -> Optional[tuple]:
         symbol = symbol.split("::")[-1].split("[")[0]
     elif ":" in token:
         token, symbol = token.split(":", 1)
+        symbol = None if symbol.isdigit() else symbol   # file:LINE names no symbol
     first = token.split("/", 1)[0]
     if any(token.startswith(e) for e in EXTERNAL):
         return None
@@ -176,14 +180,14 @@ def _code_path(token: str, root: str) -> Optional[tuple]:
             return os.path.join(root, "python", token), symbol
         return None
     # corpus/compile.py: a file of one of the package's sub-packages
-    if token.endswith(".py") and os.path.isdir(os.path.join(root, PACKAGE, first)) and first != "tests":
+    if token.endswith(".py") and os.path.isdir(os.path.join(root, PACKAGE, first)):
         return os.path.join(root, PACKAGE, token), symbol
     return None
 
 
-def check_text(text: str, name: str, root: str = ROOT, folder: Optional[str] = None) -> List[Ref]:
+def check_text(text: str, name: str, root: str = ROOT) -> List[Ref]:
     """The paths a Markdown text names that do not exist; ``name`` is its path relative to ``root``."""
-    folder = folder if folder is not None else os.path.join(root, os.path.dirname(name))
+    folder = os.path.join(root, os.path.dirname(name))
     missing: List[Ref] = []
     own = None
     for number, kind, token in _candidates(text):
@@ -312,6 +316,8 @@ def test_checker_finds_each_kind_of_missing_path(fake_repo):
         "`tests/python/test_x.py::test_here` `tests/python/test_x.py::test_gone`",    # 8
         "`integrations/llvm/{a.h,a.cc}` `integrations/llvm/{a.h,b.cc}`",             # 9
         "`src/<folder>/layout.h` `src/nothing/*.h` `python/mlbridge/corpus/compile.py:cc1_args`",  # 10
+        "`python/mlbridge/corpus/compile.py:12` and `python/mlbridge/corpus/compile.py:no_such_fn`",  # 11
+        "    ls python/mlbridge/transport/server.py   # an indented code block",                     # 12
     ])
     assert _problems(doc, fake_repo) == [
         (1, "python/mlbridge/shm.py"),
@@ -322,6 +328,8 @@ def test_checker_finds_each_kind_of_missing_path(fake_repo):
         (8, "tests/python/test_x.py::test_gone"),
         (9, "integrations/llvm/{a.h,b.cc}"),
         (10, "src/nothing/*.h"),
+        (11, "python/mlbridge/corpus/compile.py:no_such_fn"),
+        (12, "python/mlbridge/transport/server.py"),
     ]
     # transport/server.py is not flagged: the made-up package has no transport/ (next test)
 
