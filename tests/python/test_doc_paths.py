@@ -380,3 +380,11 @@ def test_readme_layout_names_every_subfolder(folder):
     subs = sorted(d for d in os.listdir(os.path.join(ROOT, folder))
                   if os.path.isdir(os.path.join(ROOT, folder, d)) and not d.startswith(("_", ".")))
     assert [d for d in subs if f"`{d}/`" not in row] == []
+
+
+def test_docs_map_lists_every_page():
+    # docs/README.md is the map (README: "Docs"); a page it does not list is found by no one.
+    with open(os.path.join(ROOT, "docs", "README.md"), encoding="utf-8") as f:
+        listed = set(re.findall(r"\]\(([\w-]+\.md)\)", f.read().split("## Every page", 1)[1]))
+    pages = {f for f in os.listdir(os.path.join(ROOT, "docs")) if f.endswith(".md") and f != "README.md"}
+    assert sorted(pages - listed) == []
