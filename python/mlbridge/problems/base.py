@@ -40,7 +40,8 @@ class PolicyLike(Protocol):
 
 
 #: the earlier name of PolicyLike (docs/design.md, "Glossary"), kept only while
-#: problems/phase_ordering.py still imports it; remove the alias once it imports PolicyLike
+#: problems/phase_ordering.py and inlining_size.py still import it (both changed on
+#: another branch at the time); remove the alias once they import PolicyLike
 Decider = PolicyLike
 
 
