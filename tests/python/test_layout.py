@@ -35,3 +35,25 @@ def test_python_dash_m_runs_the_test_doubles(module):
                          text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert "usage:" in out.stdout
+
+
+def test_each_public_class_name_has_one_definition():
+    # One name per concept (docs/design.md, "Glossary"): two classes with one name and two
+    # meanings (ModuleScore, PolicyError before issue 35) read as one thing in docs and errors.
+    import ast
+    import os
+    from collections import defaultdict
+    from conftest import PYDIR
+    where = defaultdict(list)
+    for folder, dirs, files in os.walk(os.path.join(PYDIR, "mlbridge")):
+        dirs[:] = [d for d in dirs if d not in ("_proto", "__pycache__")]
+        for name in files:
+            if name.endswith(".py"):
+                path = os.path.join(folder, name)
+                with open(path, encoding="utf-8") as f:
+                    tree = ast.parse(f.read(), path)
+                for node in tree.body:
+                    if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+                        where[node.name].append(os.path.relpath(path, PYDIR))
+    assert len(where) > 50  # the walk found the package
+    assert {n: p for n, p in where.items() if len(p) > 1} == {}

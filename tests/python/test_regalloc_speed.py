@@ -213,7 +213,7 @@ def test_output_differing_under_the_policy_is_a_miscompile(prog, tmp_path):
     (lambda obs: obs["no_such_feature"], "the policy raised"),
 ])
 def test_wrong_answers_are_policy_errors(prog, tmp_path, policy, match):
-    with pytest.raises(sc.PolicyError, match=match) as info:
+    with pytest.raises(sc.SpeedCheckPolicyError, match=match) as info:
         sc.speed_check([prog], policy, work_dir=str(tmp_path), repeats=0)
     assert "\n" not in str(info.value) and str(info.value).startswith("mix (policy build): mix.c: ")
     assert isinstance(info.value, MLBridgeError)
@@ -229,13 +229,14 @@ class DeclaredPolicy:
 
 def test_declared_feature_shapes_are_checked_before_building(prog, tmp_path):
     wrong = DeclaredPolicy((TensorSpec("mask", "int64_t", (1, 32)),))
-    with pytest.raises(sc.PolicyError, match=r"feature 'mask' of shape \[1, 32\]; the eviction advisor sends \[1, 33\]"):
+    with pytest.raises(sc.SpeedCheckPolicyError,
+                       match=r"feature 'mask' of shape \[1, 32\]; the eviction advisor sends \[1, 33\]"):
         sc.speed_check([prog], wrong, work_dir=str(tmp_path / "w"), repeats=0)
     assert not (tmp_path / "w" / "mix").exists()          # nothing was built
-    with pytest.raises(sc.PolicyError, match="'callee_users', which the eviction advisor does not send"):
+    with pytest.raises(sc.SpeedCheckPolicyError, match="'callee_users', which the eviction advisor does not send"):
         sc.speed_check([prog], DeclaredPolicy((TensorSpec("callee_users", "int64_t", (1,)),)),
                        work_dir=str(tmp_path), repeats=0)
-    with pytest.raises(sc.PolicyError, match="must be a callable"):
+    with pytest.raises(sc.SpeedCheckPolicyError, match="must be a callable"):
         sc.speed_check([prog], None, repeats=0)
     # a policy declaring the right specs runs
     from mlbridge.problems.regalloc_eviction import RegallocEviction

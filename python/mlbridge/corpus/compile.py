@@ -61,6 +61,12 @@ _DROP = {"-fembed-bitcode", "-fembed-bitcode-marker", "-emit-llvm", "-emit-llvm-
 _DROP_PREFIX = ("-fembed-bitcode=", "-fthinlto-index=", "-stats-file=", "-ftime-trace=", "-ftime-trace-granularity=",
                 "-fmodules-cache-path=", "-fcrash-diagnostics-dir=", "-opt-record-file=", "-header-include-file=",
                 "-fprofile-instrument-path=", "-stack-usage-file=")
+# The same for LLVM's own options that write a file (-mllvm NAME=PATH, or NAME and PATH
+# as two -mllvm pairs): statistics and timers, IR and dot dumps, summaries, remarks.
+_DROP_MLLVM = {"info-output-file", "ir-dump-directory", "dot-cfg-dir", "opt-bisect-print-ir-path",
+               "print-on-crash-path", "lowertypetests-write-summary", "wholeprogramdevirt-write-summary",
+               "module-summary-dot-file", "memprof-dot-file-path-prefix", "orderfile-write-mapping",
+               "lto-pass-remarks-output", "lto-stats-file", "crash-diagnostics-dir"}
 _PLUGIN_ENV = "MLBRIDGE_LLVM_PLUGIN"
 #: the plugin's environment variables that choose who decides: never inherited by
 #: a compile, so the baseline stays -Oz whatever the user's shell has set
@@ -250,6 +256,12 @@ def cc1_args(recorded: Sequence[str], *, drop: Sequence[str] = (), emit: Sequenc
             next(it, None)
         elif a in _DROP or a in drop or a.startswith(_DROP_PREFIX):
             continue
+        elif a == "-mllvm":
+            opt = next(it, "")
+            if opt.lstrip("-").partition("=")[0] not in _DROP_MLLVM:
+                out += [a, opt] if opt else [a]
+            elif "=" not in opt:         # the path is the next -mllvm pair
+                next(it, None), next(it, None)
         else:
             out.append(a)
     return out + list(emit)

@@ -63,7 +63,7 @@ from .interactive import CompilerFailed, LLVMNotFound, _last_stderr_line, regall
 
 __all__ = [
     "RegallocScoreError", "RegallocScoreArgumentError", "CompilerFailed",
-    "FunctionScore", "ModuleScore", "WEIGHTS", "LOOP_SCALE",
+    "FunctionScore", "RegallocModuleScore", "WEIGHTS", "LOOP_SCALE",
     "score_module", "score_mir", "score_asm", "parse_machine_bfi", "score_command",
 ]
 
@@ -133,7 +133,7 @@ _COUNTS = ("spills", "folded_spills", "reloads", "folded_reloads", "copies", "lo
 
 
 @dataclass
-class ModuleScore:
+class RegallocModuleScore:
     """Every function's score; ``total`` is their sum, ``decisions`` the
     eviction questions the policy answered (0 for the default advisor),
     ``seconds`` the compiler's wall time."""
@@ -164,8 +164,8 @@ class ModuleScore:
                 "functions": {k: f.as_dict() for k, f in self.functions.items()}}
 
 
-def _module(functions: Dict[str, FunctionScore], decisions: int = 0, seconds: float = 0.0) -> ModuleScore:
-    return ModuleScore(sum(f.score for f in functions.values()), functions, decisions, seconds)
+def _module(functions: Dict[str, FunctionScore], decisions: int = 0, seconds: float = 0.0) -> RegallocModuleScore:
+    return RegallocModuleScore(sum(f.score for f in functions.values()), functions, decisions, seconds)
 
 
 def _bump(fs: FunctionScore, key: str, freq: float) -> None:
@@ -254,7 +254,7 @@ def _split_instruction(line: str) -> Optional[Tuple[str, str, str]]:
     return None
 
 
-def score_mir(text: str, freqs: Optional[Mapping[str, Mapping[int, float]]] = None) -> ModuleScore:
+def score_mir(text: str, freqs: Optional[Mapping[str, Mapping[int, float]]] = None) -> RegallocModuleScore:
     """Score MIR written after register allocation (``llc
     -stop-after=virtregrewriter``). ``freqs``: function -> block number ->
     frequency relative to the entry (:func:`parse_machine_bfi`). A block the
@@ -404,7 +404,7 @@ _ASM_GOT = re.compile(r"^\s*mov[lq]?\s+[\w.$]+@GOTPCREL\(%rip\)\s*,\s*" + _REG)
 _ASM_LEA_RIP = re.compile(r"^\s*lea[lq]?\s+[^,()]*\(%rip\)\s*,\s*" + _REG)
 
 
-def score_asm(text: str, *, loop_scale: float = LOOP_SCALE) -> ModuleScore:
+def score_asm(text: str, *, loop_scale: float = LOOP_SCALE) -> RegallocModuleScore:
     """Score x86-64 AT&T assembly written by ``llc`` with ``-asm-verbose``
     (the default): per function, blocks weigh ``loop_scale ** depth`` (the
     depth from llc's "in Loop: ... Depth=N" comments). Spills and reloads
@@ -521,9 +521,9 @@ def _failure(llc: str, ir_path: str, returncode: Optional[int], timed_out: bool,
 
 
 def score_module(ir_path: str, *, llc: str = "llc-19", extra_args: Sequence[str] = (), policy: Any = None,
-                 timeout: float = 120.0) -> ModuleScore:
+                 timeout: float = 120.0) -> RegallocModuleScore:
     """Compile ``ir_path`` with ``llc`` up to the end of register allocation
-    and score every function (:class:`ModuleScore`).
+    and score every function (:class:`RegallocModuleScore`).
 
     ``policy`` None: the default eviction advisor (``decisions`` is 0).
     Otherwise the policy decides every eviction over the interactive channel,

@@ -26,7 +26,7 @@ class ProblemError(ArgumentError):
     policy), or one that does not exist; ``{arg}`` is the argument at fault."""
 
 
-class Decider(Protocol):
+class PolicyLike(Protocol):
     """Who decides (corpus.compile.Policy): ``oz`` is the baseline, with no option
     added; ``onnx`` runs MODEL in-process, ``python`` answers over a channel
     whose base is the ``{base}`` placeholder of the command, ``callees`` is a file.
@@ -37,6 +37,12 @@ class Decider(Protocol):
     def spec(self) -> str: ...
     @property
     def model(self) -> Optional[str]: ...
+
+
+#: the earlier name of PolicyLike (docs/design.md, "Glossary"), kept only while
+#: problems/phase_ordering.py and inlining_size.py still import it (both changed on
+#: another branch at the time); remove the alias once they import PolicyLike
+Decider = PolicyLike
 
 
 class Compiled(Protocol):
@@ -92,13 +98,13 @@ class Problem(ABC):
         return [f.name for f in self.features]
 
     @abstractmethod
-    def policy_options(self, policy: Decider) -> List[str]:
+    def policy_options(self, policy: PolicyLike) -> List[str]:
         """The compiler's -mllvm options that put POLICY (not the baseline) in
         charge of every decision; a ProblemError about ``policy`` if this
         problem cannot run that kind of policy."""
 
     @abstractmethod
-    def verdict(self, stderr: str, policy: Decider) -> Tuple[Optional[str], Optional[int]]:
+    def verdict(self, stderr: str, policy: PolicyLike) -> Tuple[Optional[str], Optional[int]]:
         """From a compile's stderr: why its result is not POLICY's (None if it
         is), and how many decisions the policy made (None if unknown)."""
 

@@ -22,7 +22,7 @@ import numpy as np
 from ..core.errors import MLBridgeError
 from ..core.session import direct_call
 from ..core.spec import TensorSpec
-from .base import Compiled, Decider, Measured, Problem, ProblemError
+from .base import Compiled, PolicyLike, Measured, Problem, ProblemError
 
 #: candidates per question: 32 live ranges that may be evicted, then the one being allocated
 CANDIDATES = 33
@@ -51,13 +51,13 @@ class RegallocEviction(Problem):
     unit = "register-allocation score"
     trainer = "eviction"   # its own ES (train/eviction_trainer.py), not the size recipes
 
-    def policy_options(self, policy: Decider) -> List[str]:
+    def policy_options(self, policy: PolicyLike) -> List[str]:
         if policy.kind != "python":
             raise ProblemError("policy", f"{{arg}} {policy.spec}: the {self.name} problem is answered over stock "
                                "LLVM's interactive channel: give a python:MODULE:FN policy")
         return ["-regalloc-enable-advisor=release", "-regalloc-evict-interactive-channel-base={base}"]
 
-    def verdict(self, stderr: str, policy: Decider) -> Tuple[Optional[str], Optional[int]]:
+    def verdict(self, stderr: str, policy: PolicyLike) -> Tuple[Optional[str], Optional[int]]:
         # Stock LLVM reports nothing: a compile that exited cleanly was the policy's.
         return None, None
 

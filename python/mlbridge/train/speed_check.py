@@ -50,7 +50,7 @@ __all__ = [
     "Benchmark", "Timing", "ProgramResult", "SpeedCheck", "speed_check", "check_program", "build_program",
     "count_instructions", "time_runs", "perf_cycles_available", "real_benchmarks", "kernel_benchmarks",
     "codec_benchmarks", "workload_text",
-    "SpeedCheckError", "ToolMissing", "BuildFailed", "BenchmarkFailed", "Miscompile", "PolicyError",
+    "SpeedCheckError", "ToolMissing", "BuildFailed", "BenchmarkFailed", "Miscompile", "SpeedCheckPolicyError",
 ]
 
 
@@ -82,7 +82,7 @@ class Miscompile(BenchmarkFailed):
     """The program is correct with the default advisor and not under the policy."""
 
 
-class PolicyError(SpeedCheckError):
+class SpeedCheckPolicyError(SpeedCheckError):
     """The policy does not fit the eviction problem (its declared features, an
     answer of the wrong shape or type, an index the mask forbids) or raised."""
 
@@ -311,17 +311,18 @@ def _check_declared(policy: Any) -> None:
     if isinstance(specs, (list, tuple)) and specs and all(hasattr(s, "shape") and hasattr(s, "name") for s in specs):
         for s in specs:
             if s.name not in known:
-                raise PolicyError(f"the policy reads feature {s.name!r}, which the eviction advisor does not send")
+                raise SpeedCheckPolicyError(f"the policy reads feature {s.name!r}, "
+                                            "which the eviction advisor does not send")
             if tuple(s.shape) != known[s.name]:
-                raise PolicyError(f"the policy reads feature {s.name!r} of shape {list(s.shape)}; "
-                                  f"the eviction advisor sends {list(known[s.name])}")
+                raise SpeedCheckPolicyError(f"the policy reads feature {s.name!r} of shape {list(s.shape)}; "
+                                            f"the eviction advisor sends {list(known[s.name])}")
         return
     names = getattr(policy, "feature_names", None) or getattr(policy, "names", None)
     if isinstance(names, (list, tuple)):
         missing = [n for n in names if n not in known]
         if missing:
-            raise PolicyError(f"the policy reads feature(s) {', '.join(map(repr, missing[:3]))}, which the eviction "
-                              "advisor does not send")
+            raise SpeedCheckPolicyError(f"the policy reads feature(s) {', '.join(map(repr, missing[:3]))}, "
+                                        "which the eviction advisor does not send")
 
 
 class _Checked:
@@ -341,17 +342,17 @@ class _Checked:
         except MLBridgeError:
             raise
         except Exception as exc:
-            raise PolicyError(f"the policy raised {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
-                              ) from exc
+            first = str(exc).splitlines()[0] if str(exc) else ""
+            raise SpeedCheckPolicyError(f"the policy raised {type(exc).__name__}: {first}") from exc
         arr = np.asarray(value)
         if arr.size != 1 or arr.dtype.kind not in "iub":
-            raise PolicyError(f"the policy answered {arr.dtype} of shape {list(arr.shape)}; index_to_evict is "
-                              "one integer (int64 [1])")
+            raise SpeedCheckPolicyError(f"the policy answered {arr.dtype} of shape {list(arr.shape)}; "
+                                        "index_to_evict is one integer (int64 [1])")
         i = int(arr.reshape(-1)[0])
         mask = obs["mask"].reshape(-1)
         if not 0 <= i < mask.size or not mask[i]:
-            raise PolicyError(f"the policy answered index {i}, which the mask does not allow "
-                              f"(legal: {np.flatnonzero(mask).tolist()})")
+            raise SpeedCheckPolicyError(f"the policy answered index {i}, which the mask does not allow "
+                                        f"(legal: {np.flatnonzero(mask).tolist()})")
         return i
 
 
@@ -427,12 +428,12 @@ def build_program(bench: Benchmark, policy: Any, out_dir: str, *, cache: Optiona
                                                   timeout=llc_timeout, llc=llc_p, check=True)
             except _llvm.CompilerFailed as exc:
                 raise BuildFailed(f"{what}: {os.path.basename(src)}: {exc}") from None
-            except PolicyError as exc:
-                raise PolicyError(f"{what}: {os.path.basename(src)}: {exc}") from None
+            except SpeedCheckPolicyError as exc:
+                raise SpeedCheckPolicyError(f"{what}: {os.path.basename(src)}: {exc}") from None
             except SpeedCheckError:
                 raise
             except MLBridgeError as exc:     # the server's own check of an answer
-                raise PolicyError(f"{what}: {os.path.basename(src)}: {exc}") from None
+                raise SpeedCheckPolicyError(f"{what}: {os.path.basename(src)}: {exc}") from None
             decisions += len(answers)
         seconds += time.monotonic() - t0
         objs.append(obj)
@@ -647,7 +648,7 @@ def speed_check(benchmarks: Sequence[Benchmark], policy: Any, *, work_dir: Optio
     WORK_DIR compiles and counts only its own build (default: a temporary
     folder, removed after). Raises the first :class:`SpeedCheckError`."""
     if policy is None or not callable(policy):
-        raise PolicyError(f"the policy must be a callable policy(obs) -> index_to_evict, got {policy!r}")
+        raise SpeedCheckPolicyError(f"the policy must be a callable policy(obs) -> index_to_evict, got {policy!r}")
     _check_declared(policy)
     _tool("clang", clang), _tool("llc", llc), _valgrind()
     tmp = None

@@ -219,6 +219,28 @@ def test_linker_policy_on_the_command_line(corpus, tmp_path):
     assert p.returncode == 2 and "no such callee file" in p.stderr and "Traceback" not in p.stderr, p.stderr
 
 
+@pytest.mark.parametrize("setting, policy", [
+    ("linked", ["--policy", model("wrong_dtype.onnx")]),
+    ("lto", ["--policy", model("wrong_dtype.onnx")]),
+    ("thinlto", ["--policy", model("wrong_dtype.onnx")]),
+    ("lto", ["--policy", "oz", "--linker-policy", model("wrong_dtype.onnx")]),       # the linker's build only
+    ("thinlto", ["--policy", "oz", "--linker-policy", model("wrong_dtype.onnx")]),
+])
+def test_corpus_evaluate_reports_a_policy_build_that_fails_never_its_oz_size(corpus, setting, policy):
+    """`corpus evaluate` in a whole-program setting with a policy the plugin refuses
+    (a float output): the program is a failure (exit 1, no policy size, the reason
+    shown), never scored as its -Oz build, which would read exit 0 and delta 0."""
+    p = cli(corpus, *policy, "--setting", setting)
+    assert p.returncode == 1, p.stderr
+    data = json.loads(p.stdout)
+    assert data["total"]["ok"] == 0 and data["total"]["failed"] == 1
+    (prog,) = data["modules"]
+    assert prog["module"] == "libdemo.so" and not prog["ok"]
+    assert prog["policy_text"] is None and prog["delta"] is None and prog["oz_text"] > 0
+    assert any("the policy was not used" in e["error"] and e["run"] == "policy" for e in prog["errors"]), prog
+    assert "program libdemo.so failed (policy)" in p.stderr and "Traceback" not in p.stderr
+
+
 def test_a_model_the_linker_cannot_load_fails_the_program(corpus, toolchain, tmp_path, monkeypatch):
     """Pre-link with a good model; the linker gets a broken one: its fallback
     to the stock inliner is reported, not scored."""
