@@ -39,12 +39,6 @@ class PolicyLike(Protocol):
     def model(self) -> Optional[str]: ...
 
 
-#: the earlier name of PolicyLike (docs/design.md, "Glossary"), kept only while
-#: problems/phase_ordering.py and inlining_size.py still import it (both changed on
-#: another branch at the time); remove the alias once they import PolicyLike
-Decider = PolicyLike
-
-
 class Compiled(Protocol):
     """What a compile left to measure (corpus.compile.CompiledModule)."""
     @property

@@ -7,7 +7,7 @@ from typing import List, Optional, Tuple
 
 from ..core.spec import TensorSpec
 from ..llvm.inliner_features import DECISION, FEATURES
-from .base import COMMANDS, Compiled, Decider, Problem, ProblemError
+from .base import COMMANDS, Compiled, PolicyLike, Problem, ProblemError
 
 #: the plugin's bound on each remote (pipe) decision, in ms
 PIPE_DECISION_TIMEOUT_MS = 10000
@@ -24,7 +24,7 @@ class InliningForSize(Problem):
     commands = frozenset(COMMANDS)
     in_plugin = True
 
-    def policy_options(self, policy: Decider) -> List[str]:
+    def policy_options(self, policy: PolicyLike) -> List[str]:
         if policy.kind in ("tuning", "pipeline"):
             raise ProblemError("policy", f"{{arg}} {policy.spec}: a pass order decides phase ordering, not "
                                "inlining: give --problem phase-ordering")
@@ -38,7 +38,7 @@ class InliningForSize(Problem):
         # the report line verdict() reads: without it a size is not the policy's
         return opts + ["-mlbridge-inline-stats"]
 
-    def verdict(self, stderr: str, policy: Decider) -> Tuple[Optional[str], Optional[int]]:
+    def verdict(self, stderr: str, policy: PolicyLike) -> Tuple[Optional[str], Optional[int]]:
         """A plugin warning means it fell back to the stock inliner; no report at
         all means it never decided (not loaded, or no inliner ran): either way
         the size is not the policy's, so it must not be scored as one. The

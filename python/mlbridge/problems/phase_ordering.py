@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import List, Optional, Tuple
 
 from ..core.spec import TensorSpec
-from .base import Compiled, Decider, Problem, ProblemError
+from .base import Compiled, PolicyLike, Problem, ProblemError
 
 #: module_features' length (integrations/llvm/phase_ordering_features.cc)
 MODULE_FEATURES = 32
@@ -40,7 +40,7 @@ class PhaseOrdering(Problem):
                "that picks orders is trained by examples/phase_ordering/")
     in_plugin = True
 
-    def policy_options(self, policy: Decider) -> List[str]:
+    def policy_options(self, policy: PolicyLike) -> List[str]:
         # -mlbridge-tuning-trace: the line verdict() reads, one per module
         if policy.kind == "tuning":
             return [f"-mlbridge-tuning={policy.model}", "-mlbridge-tuning-trace"]
@@ -49,7 +49,7 @@ class PhaseOrdering(Problem):
         raise ProblemError("policy", f"{{arg}} {policy.spec}: in clang the {self.name} problem takes tuning:FILE "
                            "(from `mlbridge tune`) or pipeline:TEXT")
 
-    def verdict(self, stderr: str, policy: Decider) -> Tuple[Optional[str], Optional[int]]:
+    def verdict(self, stderr: str, policy: PolicyLike) -> Tuple[Optional[str], Optional[int]]:
         """Decisions: modules whose pipeline was replaced. A pipeline given for
         every module that the plugin did not apply is a failure (no size of -Oz's
         stands in for it); a tuning file may leave a module to -Oz."""
