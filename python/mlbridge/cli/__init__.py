@@ -16,7 +16,7 @@ from .errors import UsageError, describe
 
 #: sub-command modules, in --help order; a module that cannot be imported
 #: (an optional dependency missing) is skipped.
-COMMANDS = ["serve", "corpus", "log", "train", "convert", "worker", "version"]
+COMMANDS = ["serve", "corpus", "log", "train", "tune", "convert", "worker", "version"]
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 

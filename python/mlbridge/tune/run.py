@@ -61,6 +61,8 @@ TUNING = "tuning.json"
 SETTINGS = ("objects", "linked")
 #: a candidate compile slower than this is recorded as failed (timed out)
 CANDIDATE_TIMEOUT = 120.0
+#: the -Oz compile of a module is bounded by this (or the candidates' bound if longer)
+BASELINE_TIMEOUT = 600.0
 #: seconds between checkpoints
 CHECKPOINT_EVERY = 15.0
 #: a module stops being searched after this many candidates
@@ -97,7 +99,7 @@ class TuneOptions:
         if self.jobs < 0:
             raise TuneArgumentError("jobs", "{arg} must be 0 (all cores) or more")
         if self.check is not None and "{program}" not in self.check:
-            raise TuneArgumentError("check", "{arg} must name the linked program as {{program}}")
+            raise TuneArgumentError("check", "{arg} must name the linked program as {program}")
 
 
 @dataclass
@@ -136,7 +138,7 @@ class Tuner:
             self.corpus: Corpus = load(corpus_root)
             self.programs: List[Program] = load_programs(self.corpus) if options.setting == "linked" else []
         except CorpusError as exc:
-            raise TuneArgumentError("corpus", f"{{arg}}: {exc}") from None
+            raise TuneArgumentError("corpus", str(exc).replace("{", "{{").replace("}", "}}")) from None
         self.setting = Setting(options.setting)
         self.objects = os.path.join(self.out, "objects")
         self.work = os.path.join(self.out, "work")
@@ -224,11 +226,14 @@ class Tuner:
         write_json_atomic(self._checkpoint_path(), d)
 
     # -- compiles -----------------------------------------------------------
-    def _compile(self, u: _Unit, policy: Policy, tag: str, trace: bool = False) -> CompiledModule:
+    def _compile(self, u: _Unit, policy: Policy, tag: str) -> CompiledModule:
         opts = u.options
-        if policy.kind == "oz":   # the plugin loaded only to say the module's source file
+        if policy.kind == "oz":
+            # the plugin loaded only to say the module's source file; -Oz's compile is
+            # bounded as a module's compile, not as a candidate's
             opts = dataclasses.replace(opts, extra_args=lambda m: plugin_args(self.tc.plugin or ""),
-                                       extra_env=lambda m: {"MLBRIDGE_TUNING_TRACE": "1"})
+                                       extra_env=lambda m: {"MLBRIDGE_TUNING_TRACE": "1"},
+                                       timeout=max(opts.timeout, BASELINE_TIMEOUT))
         return compile_module(u.module, policy, self.work, self.tc, opts, tag=tag, problem=_PHASES)
 
     def _baseline(self, u: _Unit) -> None:

@@ -38,7 +38,7 @@ def run(cmd: Sequence[str], env: Optional[Dict[str, str]] = None, timeout: float
     """Runs a compiler: no stdin, output captured, killed after `timeout`."""
     full = dict(os.environ)
     for k in list(full):
-        if k.startswith("MLBRIDGE_INLINE_"):
+        if k.startswith(("MLBRIDGE_INLINE_", "MLBRIDGE_PO_", "MLBRIDGE_TUNING")):
             del full[k]   # only what a test asks for
     full.update(env or {})
     return subprocess.run(list(cmd), stdin=subprocess.DEVNULL, capture_output=True, text=True, env=full,

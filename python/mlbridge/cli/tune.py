@@ -1,0 +1,138 @@
+"""``mlbridge tune``: make one program smaller, the way PGO makes one faster
+(tune/run.py, docs/tuning.md).
+
+    mlbridge tune CORPUS -o OUT [--budget-minutes 60] [-j N] [--setting linked|objects] [--check CMD]
+    mlbridge tune flags OUT/tuning.json     # the clang flags that apply it to any build
+    mlbridge tune show OUT/tuning.json      # what it holds; --sources: which of them it covers
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any, Dict, List
+
+from .errors import UsageError, usage_error
+
+_ACTIONS = ("flags", "show")
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "tune", help="search per-module pass orders that make one program smaller; write a tuning file",
+        description="Search, per module of CORPUS (`mlbridge corpus build` or `corpus extract`, with "
+                    "programs.json for --setting linked), the pass order that clang-19 runs in place of -Oz's, "
+                    "judged by the stored bytes (code + read-only + initialized data) of the linked programs. "
+                    "Writes OUT/tuning.json (apply it with the flags of `mlbridge tune flags`), OUT/report.md, "
+                    "OUT/report.json and OUT/curve.png. Resumable: OUT/checkpoint.json; a stopped tune started "
+                    "again with the same OUT goes on. Also: `mlbridge tune flags FILE`, `mlbridge tune show FILE`.")
+    p.add_argument("corpus", help="corpus folder (or `flags` / `show` followed by a tuning file)")
+    p.add_argument("rest", nargs="*", help=argparse.SUPPRESS)
+    p.add_argument("-o", "--out", default=None, help="output folder (the checkpoint lives there)")
+    p.add_argument("--budget-minutes", type=float, default=60.0,
+                   help="wall minutes of search, over all runs into OUT (default 60)")
+    p.add_argument("-j", "--jobs", type=int, default=0, help="compiles at a time (default: all cores)")
+    p.add_argument("--setting", choices=("linked", "objects"), default="linked",
+                   help="linked (default): modules are kept tuned only where the linked programs shrink; "
+                        "objects: each module's object alone")
+    p.add_argument("--check", default=None, metavar="CMD",
+                   help="a shell command run on each linked program ({program} is its path): the tuned build "
+                        "must print what -Oz's prints, else the modules responsible go back to -Oz")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--timeout", type=float, default=120.0, help="per candidate compile, seconds")
+    p.add_argument("--clang", default=None)
+    p.add_argument("--plugin", default=None, help="libMLBridgeLLVM.so (default: $MLBRIDGE_LLVM_PLUGIN or build/)")
+    p.add_argument("--sources", nargs="*", default=None, help="show: source files to say the file covers or not")
+    p.add_argument("--quiet", action="store_true")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.set_defaults(run=run_tune)
+
+
+def run_tune(args: argparse.Namespace) -> int:
+    if args.corpus in _ACTIONS:
+        if len(args.rest) != 1:
+            raise UsageError(f"usage: mlbridge tune {args.corpus} TUNING_FILE")
+        return run_flags(args) if args.corpus == "flags" else run_show(args)
+    if args.rest:
+        raise UsageError(f"unexpected argument {args.rest[0]!r}")
+    if not args.out:
+        raise UsageError("-o/--out is required")
+    from ..corpus.compile import CompileSetupError, Toolchain
+    from ..corpus.settings import find_lld
+    from ..tune.run import TuneArgumentError, TuneOptions, tune
+    opts = TuneOptions(setting=args.setting, budget_minutes=args.budget_minutes, jobs=args.jobs, seed=args.seed,
+                       timeout=args.timeout, check=args.check)
+    try:
+        opts.validate()
+        toolchain = Toolchain.find(args.clang, args.plugin, need_plugin=True)
+        if args.setting == "linked":
+            find_lld(toolchain.clang)
+    except (TuneArgumentError, CompileSetupError) as exc:
+        raise usage_error(exc) from None
+    say = (lambda line: None) if args.quiet else (lambda line: print(f"mlbridge tune: {line}", file=sys.stderr,
+                                                                     flush=True))
+    try:
+        report = tune(args.corpus, args.out, toolchain, opts, progress=say)
+    except TuneArgumentError as exc:
+        raise usage_error(exc) from None
+    if args.json:
+        json.dump(report, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+    else:
+        from ..tune.report import markdown
+        text = markdown(report)
+        print(text.split("## Where the bytes went")[0].rstrip())
+        print(f"\ntuning file: {os.path.join(args.out, 'tuning.json')}; per module: "
+              f"{os.path.join(args.out, 'report.md')}")
+    failed = report["total"]["failed_baselines"]
+    return 1 if failed else 0
+
+
+def _read(path: str) -> Any:
+    from ..tune.tuning_file import TuningFileError, read
+    try:
+        return read(path)
+    except TuningFileError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def run_flags(args: argparse.Namespace) -> int:
+    from ..corpus.compile import CompileSetupError, find_plugin
+    from ..tune.tuning_file import flags
+    _read(args.rest[0])
+    try:
+        plugin = find_plugin(args.plugin)
+    except CompileSetupError as exc:
+        raise usage_error(exc) from None
+    import shlex
+    print(shlex.join(flags(plugin, args.rest[0])))
+    return 0
+
+
+def run_show(args: argparse.Namespace) -> int:
+    tf = _read(args.rest[0])
+    rows: List[Dict[str, Any]] = [dict(key=k, **{f: v.get(f) for f in ("oz_bytes", "bytes")},
+                                       order=" ".join(v.get("order") or []))
+                                  for k, v in sorted(tf.modules.items())]
+    out: Dict[str, Any] = {"llvm_major": tf.llvm_major, "about": tf.about, "modules": rows}
+    if args.sources is not None:
+        srcs = [os.path.normpath(os.path.abspath(s)) for s in args.sources]
+        out["covered"] = [s for s in srcs if tf.find(s) is not None]
+        out["not_covered"] = [s for s in srcs if tf.find(s) is None]
+    if args.json:
+        json.dump(out, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+        return 0
+    oz = sum(r["oz_bytes"] or 0 for r in rows)
+    new = sum(r["bytes"] or 0 for r in rows)
+    print(f"tuning file for LLVM {tf.llvm_major}: {len(rows)} source files, stored bytes {oz:,} -> {new:,} "
+          f"when tuned ({100.0 * (new - oz) / oz if oz else 0.0:+.2f} %)")
+    for r in rows:
+        print(f"  {r['key']}: {r['oz_bytes']} -> {r['bytes']}: {r['order']}")
+    if args.sources is not None:
+        n, k = len(out["covered"]) + len(out["not_covered"]), len(out["covered"])
+        print(f"mlbridge: note: the tuning file covers {k} of {n} source files; the other {n - k} compile as -Oz"
+              + (f" ({', '.join(os.path.basename(s) for s in out['not_covered'][:5])}"
+                 f"{', ...' if n - k > 5 else ''})" if n - k else ""))
+    return 0

@@ -1,0 +1,245 @@
+"""`mlbridge tune` and the plugin's pipeline override (integrations/llvm/pipeline_override.cc,
+python/mlbridge/tune/, docs/tuning.md), with stock clang-19 and ld.lld-19.
+
+The plugin: loaded and idle it changes nothing; a pipeline replaces clang's -O
+pipeline (``default<Oz>`` as the pipeline gives -Oz's bytes, a one-pass pipeline
+gives far larger code); a tuning file applies per source file by path suffix,
+from another folder too; damaged, foreign or unparseable files stop the build
+with one line. The tuner, on a real program with a workload (sha256 of the speed
+check): the tuned build prints the reference output, the tuning file applied to a
+plain build gives the same bytes twice and the reference output, nothing kept is
+larger than -Oz, a stop resumes, a damaged checkpoint is named and left, a
+changed output is a miscompile that sends modules back to -Oz, and candidates
+that time out are never kept.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from conftest import PLUGIN, ROOT, run
+
+from mlbridge.corpus.compile import Toolchain
+from mlbridge.train.speed_check import kernel_benchmarks
+from mlbridge.tune import TuneError, TuneOptions, flags, read, tune
+from mlbridge.tune.workloads import benchmark_corpus, build_with, check_command
+
+CLANG = shutil.which("clang-19") or "clang-19"
+INTERP = os.path.join(ROOT, "tests", "corpus", "interp.c")
+
+
+def _cc(tmp_path, name, *extra, env=None, src=INTERP, cwd=None):
+    out = str(tmp_path / name)
+    r = subprocess.run([CLANG, "-Oz", "-c", src, "-o", out, *extra], stdin=subprocess.DEVNULL, capture_output=True,
+                       text=True, timeout=120, cwd=cwd or str(tmp_path),
+                       env={k: v for k, v in dict(os.environ, **(env or {})).items()
+                            if not k.startswith(("MLBRIDGE_PO_", "MLBRIDGE_TUNING")) or k in (env or {})})
+    return r, out
+
+
+def _bytes(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+LOAD = [f"-fplugin={PLUGIN}", f"-fpass-plugin={PLUGIN}"]
+
+
+def test_the_plugin_loaded_and_idle_changes_nothing(tmp_path):
+    (r0, oz), (r1, with_plugin) = _cc(tmp_path, "oz.o"), _cc(tmp_path, "p.o", *LOAD)
+    assert r0.returncode == r1.returncode == 0, r1.stderr
+    assert _bytes(oz) == _bytes(with_plugin)
+
+
+def test_a_pipeline_replaces_the_default_one(tmp_path):
+    _, oz = _cc(tmp_path, "oz.o")
+    r, same = _cc(tmp_path, "same.o", *LOAD, "-mllvm", "-mlbridge-po-pipeline=default<Oz>")
+    assert r.returncode == 0, r.stderr
+    assert _bytes(same) == _bytes(oz)          # -Oz's pipeline as the pipeline: -Oz's bytes
+    r, small = _cc(tmp_path, "one.o", *LOAD, "-mllvm", "-mlbridge-po-pipeline=function(instsimplify)",
+                   "-mllvm", "-mlbridge-tuning-trace")
+    assert r.returncode == 0, r.stderr
+    assert f"mlbridge-tuning: source {INTERP}: applied the pipeline given" in r.stderr
+    # one pass and no more: the rest of -Oz's pipeline was skipped
+    assert os.path.getsize(small) > os.path.getsize(oz) * 1.2
+
+
+def _tuning(tmp_path, modules, **top):
+    d = {"format": "mlbridge-tuning", "version": 1, "llvm_major": 19, "modules": modules}
+    d.update(top)
+    p = tmp_path / "t.json"
+    p.write_text(json.dumps(d))
+    return str(p)
+
+
+def test_a_tuning_file_applies_by_path_suffix_from_another_folder(tmp_path):
+    src = tmp_path / "proj" / "src" / "interp.c"
+    src.parent.mkdir(parents=True)
+    shutil.copy(INTERP, src)
+    tf = _tuning(tmp_path, {"src/interp.c": {"pipeline": "function(instsimplify)"},
+                            "other/interp.c": {"pipeline": "function(sroa)"}})
+    _, want = _cc(tmp_path, "want.o", *LOAD, "-mllvm", "-mlbridge-po-pipeline=function(instsimplify)",
+                  src="src/interp.c", cwd=str(tmp_path / "proj"))
+    # relative to the build folder, and through the environment (drivers that pass no -mllvm)
+    r, got = _cc(tmp_path, "got.o", f"-fpass-plugin={PLUGIN}", src="../src/interp.c",
+                 cwd=str(tmp_path / "proj" / "src"), env={"MLBRIDGE_TUNING": tf, "MLBRIDGE_TUNING_TRACE": "1"})
+    assert r.returncode == 0, r.stderr
+    assert "applied entry 'src/interp.c'" in r.stderr
+    assert _bytes(got) == _bytes(want)
+    # a file the tuning file does not name compiles as -Oz
+    shutil.copy(INTERP, tmp_path / "elsewhere.c")
+    _, oz = _cc(tmp_path, "oz.o", src="elsewhere.c")
+    r, other = _cc(tmp_path, "other.o", *LOAD, "-mllvm", f"-mlbridge-tuning={tf}", "-mllvm", "-mlbridge-tuning-trace",
+                   src="elsewhere.c")
+    assert "not in the file, default pipeline" in r.stderr and _bytes(other) == _bytes(oz)
+
+
+@pytest.mark.parametrize("content,says", [
+    ("{\"format\": \"mlbri", "damaged (not JSON"),
+    (json.dumps({"format": "other", "version": 1}), "not a tuning file"),
+    (json.dumps({"format": "mlbridge-tuning", "version": 2, "llvm_major": 19, "modules": {}}), "version 2"),
+    (json.dumps({"format": "mlbridge-tuning", "version": 1, "llvm_major": 18, "modules": {}}),
+     "written for LLVM 18, this is LLVM 19"),
+    (json.dumps({"format": "mlbridge-tuning", "version": 1, "llvm_major": 19,
+                 "modules": {"x.c": {"pipeline": "function(no-such-pass)"}}}), "does not parse with this LLVM"),
+    (json.dumps({"format": "mlbridge-tuning", "version": 1, "llvm_major": 19,
+                 "modules": {"/abs/x.c": {"pipeline": "function(sroa)"}}}), "is not a relative path"),
+    (json.dumps({"format": "mlbridge-tuning", "version": 1, "llvm_major": 19, "modules": {"x.c": {}}}),
+     "has no \"pipeline\" string"),
+])
+def test_a_bad_tuning_file_stops_the_build_in_one_line(tmp_path, content, says):
+    """Never half-applied: every compile that loads it refuses, even of a file it does not name."""
+    p = tmp_path / "bad.json"
+    p.write_text(content)
+    r, out = _cc(tmp_path, "x.o", *LOAD, "-mllvm", f"-mlbridge-tuning={p}")
+    assert r.returncode != 0
+    errors = [ln for ln in r.stderr.splitlines() if "error:" in ln]
+    assert len(errors) == 1 and "mlbridge-tuning: " in errors[0] and says in errors[0], r.stderr
+    assert not os.path.exists(out)
+
+
+def test_a_missing_tuning_file_stops_the_build(tmp_path):
+    r, out = _cc(tmp_path, "x.o", *LOAD, "-mllvm", f"-mlbridge-tuning={tmp_path / 'nope.json'}")
+    assert r.returncode != 0 and "cannot read it" in r.stderr and not os.path.exists(out)
+
+
+# -- the tuner, on a program with a workload -------------------------------------------------
+
+@pytest.fixture(scope="module")
+def sha256():
+    return next(b for b in kernel_benchmarks() if b.name == "sha256")
+
+
+@pytest.fixture(scope="module")
+def workload_corpus(sha256, tmp_path_factory):
+    return benchmark_corpus(sha256, str(tmp_path_factory.mktemp("wl")), CLANG)
+
+
+@pytest.fixture(scope="module")
+def toolchain():
+    return Toolchain.find(plugin=PLUGIN, need_plugin=True)
+
+
+@pytest.fixture(scope="module")
+def tuned(workload_corpus, sha256, toolchain, tmp_path_factory):
+    out = str(tmp_path_factory.mktemp("tune") / "out")
+    report = tune(workload_corpus, out, toolchain, TuneOptions(budget_minutes=0.25, jobs=2,
+                                                                check=check_command(sha256)))
+    return out, report
+
+
+def test_the_tuned_program_prints_what_oz_prints_and_is_not_larger(tuned):
+    out, report = tuned
+    (prog,) = report["programs"]
+    assert prog["check"] == "same output"
+    assert prog["stored"] <= prog["oz_stored"] and report["total"]["programs_larger"] == 0
+    for m in report["modules"]:
+        assert m["ok"] and m["stored"] <= m["oz_stored"], m
+        if m["kept"]:
+            assert m["stored"] < m["oz_stored"] and m["order"]
+    assert report["total"]["candidates"] > 4 * 3          # every module got its seed orders at least
+    for name in ("tuning.json", "report.json", "report.md", "checkpoint.json"):
+        assert os.path.isfile(os.path.join(out, name))
+    assert not os.path.exists(os.path.join(out, "work"))   # scratch removed
+
+
+def test_the_tuning_file_applied_to_a_plain_build(tuned, sha256, toolchain, tmp_path):
+    """What users do: their own compile commands plus the flags; same bytes twice, right output."""
+    out, report = tuned
+    tf = read(os.path.join(out, "tuning.json"))
+    assert tf.llvm_major == 19 and all(k.endswith(".c") and not k.startswith("/") for k in tf.modules)
+    fl = flags(toolchain.plugin, os.path.join(out, "tuning.json"))
+    exe1, got1 = build_with(sha256, str(tmp_path / "a"), CLANG, fl)
+    exe2, got2 = build_with(sha256, str(tmp_path / "b"), CLANG, fl)
+    assert got1 == got2 == sha256.expected
+    for o in sorted(os.listdir(tmp_path / "a")):
+        if o.endswith(".o"):
+            assert _bytes(str(tmp_path / "a" / o)) == _bytes(str(tmp_path / "b" / o)), o   # deterministic
+
+
+def test_a_stopped_tune_resumes_and_a_damaged_checkpoint_is_left_as_it_is(tuned, workload_corpus, toolchain,
+                                                                          tmp_path):
+    out, report = tuned
+    copy = str(tmp_path / "out")
+    shutil.copytree(out, copy)
+    before = json.load(open(os.path.join(copy, "checkpoint.json")))
+    again = tune(workload_corpus, copy, toolchain, TuneOptions(budget_minutes=0.35, jobs=2))
+    after = json.load(open(os.path.join(copy, "checkpoint.json")))
+    assert after["elapsed"] > before["elapsed"] and again["total"]["candidates"] > report["total"]["candidates"]
+    assert again["total"]["objects_stored"] <= report["total"]["objects_stored"]   # the best found is kept
+    # spent budget: nothing more is searched
+    done = tune(workload_corpus, copy, toolchain, TuneOptions(budget_minutes=0.35, jobs=2))
+    assert done["total"]["candidates"] == again["total"]["candidates"]
+    cp = os.path.join(copy, "checkpoint.json")
+    with open(cp, "w") as f:
+        f.write("{\"format\": \"mlbridge-tune-checkpoint\", \"vers")
+    digest = hashlib.sha256(_bytes(cp)).hexdigest()
+    with pytest.raises(TuneError, match="damaged checkpoint") as e:
+        tune(workload_corpus, copy, toolchain, TuneOptions(budget_minutes=1, jobs=2))
+    assert cp in str(e.value) and "\n" not in str(e.value)
+    assert hashlib.sha256(_bytes(cp)).hexdigest() == digest
+
+
+def test_a_changed_output_is_a_miscompile_and_goes_back_to_oz(workload_corpus, toolchain, tmp_path):
+    """Fault injection: a check whose output is the program's size changes under any
+    tuned module, as a miscompile's would: bisection sends every one back to -Oz."""
+    report = tune(workload_corpus, str(tmp_path / "out"), toolchain,
+                  TuneOptions(budget_minutes=0.1, jobs=2, check="wc -c < {program}"))
+    (prog,) = report["programs"]
+    assert prog["check"].startswith("miscompile in ") and prog["stored"] == prog["oz_stored"]
+    assert report["total"]["tuned"] == 0
+    assert all(m["reverted"] is None or m["reverted"].startswith("miscompile") or not m["kept"]
+               for m in report["modules"])
+    assert read(str(tmp_path / "out" / "tuning.json")).modules == {}
+
+
+def test_candidates_that_time_out_are_recorded_and_never_kept(workload_corpus, toolchain, tmp_path):
+    report = tune(workload_corpus, str(tmp_path / "out"), toolchain,
+                  TuneOptions(budget_minutes=0.05, jobs=2, timeout=0.001, setting="objects"))
+    t = report["total"]
+    assert t["candidates"] > 0 and t["failed_candidates"] == t["candidates"]
+    assert t["tuned"] == 0 and t["objects_stored"] == t["objects_oz_stored"]
+
+
+def test_the_command_line(workload_corpus, tmp_path):
+    env = dict(os.environ, MLBRIDGE_LLVM_PLUGIN=PLUGIN)
+    r = subprocess.run([sys.executable, "-m", "mlbridge", "tune", workload_corpus, "-o", str(tmp_path / "o"),
+                        "--budget-minutes", "0.05", "--setting", "objects", "--quiet"], capture_output=True,
+                       text=True, timeout=600, env=env, stdin=subprocess.DEVNULL)
+    assert r.returncode == 0, r.stderr
+    assert "Objects: stored" in r.stdout and "tuning file:" in r.stdout
+    r = subprocess.run([sys.executable, "-m", "mlbridge", "tune", "flags", str(tmp_path / "o" / "tuning.json")],
+                       capture_output=True, text=True, timeout=60, env=env, stdin=subprocess.DEVNULL)
+    assert r.returncode == 0 and "-mlbridge-tuning=" in r.stdout and f"-fpass-plugin={PLUGIN}" in r.stdout
+    r = subprocess.run([sys.executable, "-m", "mlbridge", "tune", workload_corpus, "-o", str(tmp_path / "p"),
+                        "--check", "true"], capture_output=True, text=True, timeout=60, env=env,
+                       stdin=subprocess.DEVNULL)
+    assert r.returncode == 2 and r.stderr.strip() == "mlbridge: error: --check must name the linked program as " \
+                                                    "{program}"
+    assert not os.path.exists(tmp_path / "p")
