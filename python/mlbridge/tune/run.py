@@ -65,6 +65,8 @@ CANDIDATE_TIMEOUT = 120.0
 BASELINE_TIMEOUT = 600.0
 #: seconds between checkpoints
 CHECKPOINT_EVERY = 15.0
+#: winning orders kept in the pool that modules share
+POOL_SIZE = 64
 #: a module stops being searched after this many candidates
 MAX_TRIES = 4000
 _PHASES = "phase-ordering"
@@ -147,6 +149,8 @@ class Tuner:
         self.elapsed = 0.0                   # search seconds of earlier runs
         self.curve: List[Tuple[float, int]] = []
         self.candidates = 0
+        #: the latest orders that beat -Oz on some module (ModuleSearch.propose)
+        self.pool: List[Order] = []
 
     # -- setup --------------------------------------------------------------
     def _units(self) -> List[_Unit]:
@@ -206,6 +210,8 @@ class Tuner:
                     for obj in (u.oz_object, u.best_object if u.search.gain else None):
                         if obj and not os.path.isfile(os.path.join(self.objects, obj)):
                             raise ValueError(f"object {obj} of module {name} is missing")
+            self.pool = [u.search.best_order for u in self.units
+                         if u.search and u.search.gain and u.search.best_order][-POOL_SIZE:]
             self.elapsed = float(d.get("elapsed", 0.0))
             self.candidates = int(d.get("candidates", 0))
             self.curve = [(float(a), int(b)) for a, b in d.get("curve", [])]
@@ -292,7 +298,7 @@ class Tuner:
                 u = self._pick()
                 if u is None:
                     return
-                order = u.search.propose()   # type: ignore[union-attr]
+                order = u.search.propose(self.pool)   # type: ignore[union-attr]
                 u.running += 1
             size, text, seconds, obj_or_err = self._candidate(u, order)
             with self.lock:
@@ -303,6 +309,9 @@ class Tuner:
                     if improved and size < u.search.oz_bytes:      # type: ignore[union-attr]
                         os.replace(obj_or_err, os.path.join(self.objects, u.best_object))  # type: ignore[arg-type]
                         u.best_text = text
+                        if order not in self.pool:
+                            self.pool.append(order)
+                            del self.pool[:-POOL_SIZE]
                         self.curve.append((self.elapsed + time.monotonic() - start, self._total_best()))
                     else:
                         _unlink(obj_or_err)    # type: ignore[arg-type]

@@ -28,6 +28,8 @@ MIN_LEN, MAX_LEN = 6, 18
 LIMIT_LEN = 32
 #: after the first RANDOM_FIRST, the share of proposals that are fresh random orders
 RANDOM_SHARE = 0.2
+#: the share of proposals taken from the program's pool of winning orders, while it has new ones
+POOL_SHARE = 0.25
 
 
 def seeds() -> List[Order]:
@@ -67,10 +69,12 @@ class ModuleSearch:
         """Bytes saved against -Oz so far (0 until something beats it)."""
         return max(0, self.oz_bytes - self.best_bytes) if self.best_bytes is not None else 0
 
-    def propose(self) -> Order:
-        """The next order to try: not tried before and not being tried now."""
+    def propose(self, pool: Sequence[Order] = ()) -> Order:
+        """The next order to try: not tried before and not being tried now. POOL:
+        orders that won on other modules of the program, tried here too (what wins
+        on one module often wins on its neighbours: a coreset of orders)."""
         for _ in range(200):
-            o = self._next()
+            o = self._next(pool)
             if o not in self.seen and o not in self.pending:
                 self.pending.add(o)
                 return o
@@ -97,10 +101,14 @@ class ModuleSearch:
         return False
 
     # -- proposals --
-    def _next(self) -> Order:
+    def _next(self, pool: Sequence[Order] = ()) -> Order:
         for s in seeds():
             if s not in self.seen:
                 return s
+        if pool and self._rng.random() < POOL_SHARE:
+            fresh = [o for o in pool if o not in self.seen and o not in self.pending]
+            if fresh:
+                return fresh[self._rng.randrange(len(fresh))]
         if self.tried < RANDOM_FIRST + len(seeds()) or self.best_order is None or self._rng.random() < RANDOM_SHARE:
             return self._random()
         return self._mutate(self.best_order)
