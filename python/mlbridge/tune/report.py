@@ -33,7 +33,9 @@ def build_report(t: "Tuner", programs: Dict[str, Dict[str, Any]], checks: Dict[s
                      "text_delta": (text or 0) - u.oz_text, "other_delta": (stored - s.oz_bytes) - ((text or 0) - u.oz_text),
                      "best_found": s.best_bytes, "tried": s.tried, "failed": s.failed,
                      "seconds": round(s.seconds, 2), "kept": kept, "reverted": u.reverted,
-                     "order": order_names(s.best_order) if kept and s.best_order else None})
+                     "order": order_names(s.best_order) if kept and s.best_order else None,
+                     "oz_ir": u.final.get("oz_ir"), "ir": u.final.get("ir"),
+                     "oz_seconds": u.final.get("oz_seconds"), "compile_seconds": u.final.get("seconds")})
     ok = [r for r in rows if r["ok"]]
     oz_s, st = sum(r["oz_stored"] for r in ok), sum(r["stored"] for r in ok)
     oz_t, tx = sum(r["oz_text"] for r in ok), sum(r["text"] or 0 for r in ok)
@@ -43,6 +45,15 @@ def build_report(t: "Tuner", programs: Dict[str, Dict[str, Any]], checks: Dict[s
         "objects_oz_text": oz_t, "objects_text": tx, "objects_text_pct": _pct(tx, oz_t),
         "candidates": t.candidates, "failed_candidates": sum(u.search.failed for u in t.units if u.search),
         "minutes": round(t.elapsed / 60.0, 2), "jobs": t.opts.jobs or os.cpu_count() or 1}
+    for key, a, b in (("ir", "oz_ir", "ir"), ("compile_seconds", "oz_seconds", "compile_seconds")):
+        have = [r for r in ok if r.get(a) is not None and r.get(b) is not None]
+        if have:
+            total[f"objects_oz_{key}"] = round(sum(r[a] for r in have), 3)
+            total[f"objects_{key}"] = round(sum(r[b] for r in have), 3)
+    if total.get("objects_oz_ir"):
+        total["objects_ir_pct"] = _pct(total["objects_ir"], total["objects_oz_ir"])
+    if total.get("objects_oz_compile_seconds"):
+        total["compile_time_ratio"] = round(total["objects_compile_seconds"] / total["objects_oz_compile_seconds"], 3)
     prog_rows = []
     for name, p in programs.items():
         prog_rows.append(dict(p, program=name, stored_pct=_pct(p["stored"], p["oz_stored"]),
@@ -77,7 +88,9 @@ def markdown(report: Dict[str, Any]) -> str:
         out.append("")
     out += [f"Objects: stored {t['objects_oz_stored']:,} -> {t['objects_stored']:,} "
             f"({_fmt(t['objects_stored_pct'])}), .text {t['objects_oz_text']:,} -> {t['objects_text']:,} "
-            f"({_fmt(t['objects_text_pct'])}).", "",
+            f"({_fmt(t['objects_text_pct'])})" + (f"; IR instructions {t['objects_oz_ir']:,} -> {t['objects_ir']:,} "
+                                                  f"({_fmt(t.get('objects_ir_pct'))})" if "objects_ir" in t else "")
+            + (f"; compile time {t['compile_time_ratio']:.2f}x -Oz's" if "compile_time_ratio" in t else "") + ".", "",
             "## Where the bytes went, per module", "",
             "| module | -Oz stored | tuned | change | .text change | other sections | tried | order |",
             "|---|---:|---:|---:|---:|---:|---:|---|"]

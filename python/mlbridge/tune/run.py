@@ -118,6 +118,8 @@ class _Unit:
     #: the linked or check step sent it back to -Oz (why)
     reverted: Optional[str] = None
     running: int = 0
+    #: the tuned build against -Oz's (Tuner._final): IR instructions, compile seconds
+    final: Dict[str, Any] = field(default_factory=dict)
 
     @property
     def oz_object(self) -> str:
@@ -474,6 +476,33 @@ class Tuner:
         finally:
             _unlink(r.object_path)
 
+    # -- the tuned build against -Oz's: IR instructions, compile time -----------
+    def _final(self, u: _Unit) -> None:
+        """U's optimized IR instructions and compile seconds (to an object) under
+        -Oz and under its tuned order (the -Oz figures for a module left at -Oz)."""
+        s = u.search
+        assert s is not None
+        tuned = u in self.tuned()
+        pol = Policy.pipeline(pipeline_text(s.best_order)) if tuned and s.best_order else Policy("oz", "oz")
+        fig: Dict[str, Any] = {}
+        for side, policy in (("oz", Policy("oz", "oz")), ("tuned", pol)):
+            if side == "tuned" and not tuned:
+                fig.update(ir=fig.get("oz_ir"), seconds=fig.get("oz_seconds"))
+                continue
+            obj = compile_module(u.module, policy, self.work, self.tc, dataclasses.replace(u.options, keep_objects=False),
+                                 tag=f"final-{side}", problem=_PHASES)
+            bc = compile_module(u.module, policy, self.work, self.tc,
+                                dataclasses.replace(u.options, bitcode=True, keep_objects=True),
+                                tag=f"ir-{side}", problem=_PHASES)
+            key = "oz_" if side == "oz" else ""
+            fig[key + "seconds"] = round(obj.seconds, 3) if obj.ok else None
+            fig[key + "ir"] = _ir_instructions(bc.object_path, self.opts.timeout) if bc.ok else None
+            _unlink(bc.object_path)
+        u.final = fig
+
+    def final_figures(self) -> None:
+        self._parallel(self._final, [u for u in self.units if u.search])
+
     # -- output ---------------------------------------------------------------
     def tuning(self) -> tuning_file.TuningFile:
         tuned = self.tuned()
@@ -520,11 +549,38 @@ def tune(corpus: str, out: str, toolchain: Toolchain, options: Optional[TuneOpti
             checks = t.check_outputs()
         programs = t.program_sizes()
     tf = t.tuning()
+    say("figures: IR instructions and compile time of the tuned build against -Oz's")
+    t.final_figures()
     tf.write(os.path.join(t.out, TUNING))
     from .report import write_report
     report = write_report(t, programs, checks)
     shutil.rmtree(t.work, ignore_errors=True)
     return report
+
+
+def _ir_instructions(bitcode: Optional[str], timeout: float) -> Optional[int]:
+    """Instructions in the functions of a bitcode file (llvm-dis, then one count
+    per instruction line); None if it cannot be read."""
+    if not bitcode:
+        return None
+    from ..llvm.interactive import LLVMNotFound, find_tool
+    try:
+        dis = find_tool("llvm-dis")
+        p = subprocess.run([dis, bitcode, "-o", "-"], stdin=subprocess.DEVNULL, capture_output=True,
+                           timeout=timeout)
+    except (LLVMNotFound, OSError, subprocess.TimeoutExpired):
+        return None
+    if p.returncode != 0:
+        return None
+    n, inside = 0, False
+    for line in p.stdout.decode(errors="replace").splitlines():
+        if line.startswith("define "):
+            inside = True
+        elif line.startswith("}"):
+            inside = False
+        elif inside and line.startswith("  ") and not line.lstrip().startswith(";"):
+            n += 1
+    return n
 
 
 def _llvm_major(version: str) -> int:
