@@ -22,6 +22,7 @@ from mlbridge import problems  # noqa: E402
 from mlbridge.corpus import layout  # noqa: E402
 from mlbridge.corpus.compile import Policy, Toolchain, cc1_args, command_for, compile_module  # noqa: E402
 from mlbridge.corpus.evaluate import OZ, evaluate  # noqa: E402
+from mlbridge.corpus.settings import Setting  # noqa: E402
 from mlbridge.llvm.inliner_features import FEATURES  # noqa: E402
 from mlbridge.problems import COMMANDS, PROBLEMS, Problem, ProblemError  # noqa: E402
 from mlbridge.problems.inlining_size import InliningForSize  # noqa: E402
@@ -86,7 +87,8 @@ def test_phase_ordering_is_the_plugins_pass_contract():
     assert [(s.name, s.dtype, s.shape) for s in PHASES.features] == [
         ("module_features", "int64_t", (32,)), ("step", "int64_t", (1,))]
     assert (PHASES.answer.name, PHASES.answer.shape) == ("action", (1,))
-    assert PHASES.commands == frozenset() and PHASES.in_plugin
+    assert PHASES.commands == frozenset({"corpus evaluate"}) and PHASES.settings == ("objects", "linked")
+    assert PHASES.in_plugin and PHASES.unit == "stored bytes"
     # in clang: a pipeline for every module, or a tuning file per source file (pipeline_override.cc)
     assert PHASES.policy_options(Policy.pipeline("function(sroa)")) == [
         "-mlbridge-po-pipeline=function(sroa)", "-mlbridge-tuning-trace"]
@@ -234,8 +236,9 @@ def test_check_refuses_commands_then_settings():
 
 
 def test_library_functions_refuse_before_any_compile(tmp_path):
-    with pytest.raises(ProblemError, match="phase-ordering"):
-        evaluate(None, OZ, None, problem="phase-ordering")   # type: ignore[arg-type]
+    with pytest.raises(ProblemError, match="phase-ordering") as e:
+        evaluate(None, OZ, None, setting=Setting("lto"), problem="phase-ordering")   # type: ignore[arg-type]
+    assert e.value.argument == "setting"
     with pytest.raises(RunArgumentError) as e:
         train_size_policy(str(tmp_path / "run"), [], TrainConfig(), problem="regalloc-eviction")
     assert e.value.argument == "problem"

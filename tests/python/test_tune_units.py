@@ -15,7 +15,7 @@ import pytest
 from mlbridge.tune import actions, search, tuning_file
 from mlbridge.tune.actions import OZ, STEPS, order_names, pipeline_text
 from mlbridge.tune.report import markdown
-from mlbridge.tune.search import LIMIT_LEN, ModuleSearch, seeds
+from mlbridge.tune.search import LIMIT_LEN, OrderSearch, seeds
 from mlbridge.tune.tuning_file import TuningFile, TuningFileError, key_names, source_keys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -53,7 +53,7 @@ def test_pipeline_text_joins_steps_and_refuses_what_is_not_one():
 
 
 def test_a_search_tries_seeds_first_and_never_an_order_twice():
-    s = ModuleSearch("m.c.o", oz_bytes=1000, seed=3)
+    s = OrderSearch("m.c.o", oz_bytes=1000, seed=3)
     tried = []
     for i in range(300):
         o = s.propose()
@@ -68,7 +68,7 @@ def test_a_search_tries_seeds_first_and_never_an_order_twice():
 
 
 def test_a_search_prefers_the_shorter_of_equal_orders_and_keeps_failures_out():
-    s = ModuleSearch("m", 100)
+    s = OrderSearch("m", 100)
     assert not s.record((1, 2, 3), None)
     assert s.best_order is None and s.gain == 0
     assert s.record((1, 2, 3), 90) and s.record((1,), 90) and not s.record((1, 2), 90)
@@ -77,7 +77,7 @@ def test_a_search_prefers_the_shorter_of_equal_orders_and_keeps_failures_out():
 
 
 def test_the_pool_of_winning_orders_is_tried_on_other_modules():
-    s = ModuleSearch("m", 100, seed=1)
+    s = OrderSearch("m", 100, seed=1)
     for o in seeds():
         s.record(s.propose(), 100)
     pool = [(5, 6, 7, 8), (8, 7, 6, 5)]
@@ -87,18 +87,18 @@ def test_the_pool_of_winning_orders_is_tried_on_other_modules():
 
 
 def test_a_search_checkpoint_round_trips_and_refuses_foreign_steps():
-    s = ModuleSearch("m", 100, seed=2)
+    s = OrderSearch("m", 100, seed=2)
     for _ in range(20):
         o = s.propose()
         s.record(o, 100 - len(o), 0.5)
     d = json.loads(json.dumps(s.as_dict()))
-    t = ModuleSearch.from_dict(d)
+    t = OrderSearch.from_dict(d)
     assert (t.best_order, t.best_bytes, t.tried, t.seen, t.curve) == (s.best_order, s.best_bytes, s.tried, s.seen,
                                                                       s.curve)
     assert t.propose() not in s.seen
     d["seen"].append([len(STEPS)])
     with pytest.raises(ValueError, match="out of range"):
-        ModuleSearch.from_dict(d)
+        OrderSearch.from_dict(d)
 
 
 def test_keys_are_the_shortest_unique_trailing_paths():

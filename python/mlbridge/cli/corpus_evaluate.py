@@ -92,6 +92,7 @@ def run(args: argparse.Namespace) -> int:
 
     problem = problem_flag.checked(args, "corpus evaluate", args.setting)
     on_ir = problem.compiles_to == "ir"   # regalloc-eviction: scored on IR, in its own unit
+    valued = on_ir or problem.unit != ".text bytes"   # phase-ordering: objects, in stored bytes
     if args.jobs is not None and args.jobs < 1:
         raise UsageError("-j must be at least 1")
     if args.timeout <= 0:
@@ -118,6 +119,9 @@ def run(args: argparse.Namespace) -> int:
         policy = Policy.parse(args.policy)
         if args.linker_policy is not None:
             policy = policy.with_linker(Policy.parse(args.linker_policy, "linker_policy"))
+        if valued and args.plot is not None:
+            raise UsageError(f"--plot: plots the .text change against -Oz; the {problem.name} problem is "
+                             f"reported in {problem.unit} (use --json or --csv)")
         if on_ir:
             if args.plot is not None:
                 raise UsageError(f"--plot: plots the .text change against -Oz; the {problem.name} problem is "
@@ -156,13 +160,13 @@ def run(args: argparse.Namespace) -> int:
     if args.where is not None:
         data["where"] = where_summary(ev.scores, args.where)
     if args.csv:
-        (write_ir_csv if on_ir else write_csv)(args.csv, data)
+        (write_ir_csv if valued else write_csv)(args.csv, data)
     if args.plot:
         plot_deltas(args.plot, data)
     if args.json:
         json.dump(data, sys.stdout, indent=1)
         sys.stdout.write("\n")
-    elif on_ir:
+    elif valued:
         print_ir_table(data, rows=args.rows)
     else:
         print_table(data, rows=args.rows)
@@ -289,23 +293,30 @@ def print_ir_table(data: Dict[str, Any], rows: int = 30, stream: Any = None) -> 
     shown = mods
     if rows and len(mods) > rows:
         shown = sorted(mods, key=lambda m: -abs(m["delta_pct"] or 0) if m["ok"] else float("-inf"))[:rows]
-    header = ["module", "default score", "policy score", "delta", "delta %", "decisions", "spills", "reloads"]
+    unit = _unit(data)
+    spills = data["unit"] != "stored bytes"   # phase ordering has no spills to show
+    header = [unit, "default score", "policy score", "delta", "delta %", "decisions"] + \
+        (["spills", "reloads"] if spills else [])
+    if not spills:
+        header[1:3] = ["-Oz stored", "policy stored"]
 
     def row(name: str, m: Dict[str, Any]) -> List[str]:
         if not m["ok"]:
-            return [name, _score(m["baseline_score"]), _score(m["policy_score"]), "FAILED", "", "", "", ""]
+            return [name, _score(m["baseline_score"]), _score(m["policy_score"]), "FAILED", "", ""] + \
+                (["", ""] if spills else [])
         return [name, _score(m["baseline_score"]), _score(m["policy_score"]), f"{m['delta']:+,.1f}",
-                f"{m['delta_pct']:+.2f}%" if m["delta_pct"] is not None else "-", f"{m['decisions'] or 0:,}",
-                _pair(m["baseline_spills"], m["policy_spills"]), _pair(m["baseline_reloads"], m["policy_reloads"])]
+                f"{m['delta_pct']:+.2f}%" if m["delta_pct"] is not None else "-", f"{m['decisions'] or 0:,}"] + \
+            ([_pair(m["baseline_spills"], m["policy_spills"]), _pair(m["baseline_reloads"], m["policy_reloads"])]
+             if spills else [])
 
     body = [row(m["module"], m) for m in shown]
     t = data["total"]
-    total = row(f"total ({t['ok']} modules)", dict(t, ok=True))
+    total = row(f"total ({t['ok']} {unit}s)", dict(t, ok=True))
     title = (f"policy {data['policy']} vs {data['baseline']} on {data['corpus']} ({data['problem']}: "
              f"{data['unit']}, lower is better): {t['better']} better, {t['worse']} worse, {t['failed']} failed; "
              f"{data['wall_seconds']:.1f} s with -j{data['jobs']}")
     if len(shown) < len(mods):
-        title += f" (the {len(shown)} largest changes of {len(mods)} modules shown)"
+        title += f" (the {len(shown)} largest changes of {len(mods)} {unit}s shown)"
     widths = [max(len(r[i]) for r in [header, total] + body) for i in range(len(header))]
     line = lambda r: "  ".join(c.ljust(widths[0]) if i == 0 else c.rjust(widths[i]) for i, c in enumerate(r))  # noqa: E731
     print(title, file=stream)

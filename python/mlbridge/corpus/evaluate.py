@@ -295,8 +295,14 @@ def evaluate(corpus: Corpus, policy: Policy, toolchain: Toolchain, *, jobs: Opti
     options = options or CompileOptions(thinlto=corpus.has_thinlto)
     if problem.compiles_to == "ir":
         return _evaluate_ir(corpus, policy, toolchain, problem, jobs, options, cache, on_done, where, log_dir)
+    # a problem scored from objects in its own unit (phase ordering: stored bytes): the
+    # -Oz cache holds .text only, and every score is read in the problem's measure
+    valued = problem if problem.unit != _TEXT else None
+    if valued is not None:
+        cache = None
     if setting is not None and setting.whole_program:
-        return _evaluate_programs(corpus, policy, toolchain, setting, jobs, options, cache, on_done, where, log_dir)
+        return _evaluate_programs(corpus, policy, toolchain, setting, jobs, options, cache, on_done, where, log_dir,
+                                  valued)
     if log_dir is not None:
         options = training_logs.logging_options(options, policy, toolchain, lambda m: module_log(log_dir, m))
         if policy.kind == "oz":
@@ -305,12 +311,12 @@ def evaluate(corpus: Corpus, policy: Policy, toolchain: Toolchain, *, jobs: Opti
         options = dataclasses.replace(options, keep_objects=True)
         cache = None
     base_opts = dataclasses.replace(options, extra_args=None, extra_env=None)
-    result = Evaluation(corpus.root, policy.spec, toolchain.version, jobs)
+    result = Evaluation(corpus.root, policy.spec, toolchain.version, jobs, problem=valued)
     start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="mlbridge-eval-") as work:
         result.scores = _score_modules(
             corpus, jobs, on_done,
-            lambda m: _score(m, policy, work, toolchain, options, base_opts, cache, where, problem))
+            lambda m: _valued(_score(m, policy, work, toolchain, options, base_opts, cache, where, problem), valued))
     result.wall_seconds = time.monotonic() - start
     if log_dir is not None:
         for m, sc in zip(corpus.modules, result.scores):
@@ -361,6 +367,21 @@ def _bc_size(module: Module) -> int:
         return 0
 
 
+#: the unit of problems scored as the inliner is (.text bytes, the baseline cache's)
+_TEXT = ".text bytes"
+
+
+def _valued(score: ModuleScore, problem: Optional[Problem]) -> ModuleScore:
+    """SCORE read in PROBLEM's measure (its ``value``s set), for a problem scored
+    from objects in its own unit; as it is otherwise."""
+    if problem is not None:
+        for r in (score.baseline, score.policy):
+            if r.ok:
+                r.value = problem.measure(r)
+        score.problem = problem
+    return score
+
+
 def _score(module: Module, policy: Policy, work: str, toolchain: Toolchain, options: CompileOptions,
            base_opts: CompileOptions, cache: Optional[BaselineCache], where: bool = False,
            problem: Union[str, Problem] = DEFAULT) -> ModuleScore:
@@ -404,7 +425,7 @@ def _score(module: Module, policy: Policy, work: str, toolchain: Toolchain, opti
 def _evaluate_programs(corpus: Corpus, policy: Policy, toolchain: Toolchain, setting: Setting, jobs: int,
                        options: CompileOptions, cache: Optional[BaselineCache],
                        on_done: Optional[Callable[[ModuleScore], None]], where: bool,
-                       log_dir: Optional[str] = None) -> Evaluation:
+                       log_dir: Optional[str] = None, valued: Optional[Problem] = None) -> Evaluation:
     """evaluate() in a whole-program setting: per program, the -Oz build and the
     policy's (same flags, same link) run as parallel tasks. LOG_DIR: the logs of
     program P in LOG_DIR/P/ (training_logs.program_logs)."""
@@ -415,7 +436,8 @@ def _evaluate_programs(corpus: Corpus, policy: Policy, toolchain: Toolchain, set
     if where:
         cache = None
     base_opts = dataclasses.replace(options, extra_args=None, extra_env=None)
-    result = Evaluation(corpus.root, policy.spec, toolchain.version, jobs, setting=setting.name)
+    result = Evaluation(corpus.root, policy.spec, toolchain.version, jobs, setting=setting.name, problem=valued)
+    problem: Union[str, Problem] = valued if valued is not None else DEFAULT
     start = time.monotonic()
 
     def key_of(program: Program) -> Optional[str]:
@@ -432,7 +454,8 @@ def _evaluate_programs(corpus: Corpus, policy: Policy, toolchain: Toolchain, set
             cached = cache.get(key) if cache is not None and key is not None else None
             if cached is not None:
                 return CompiledModule(program.name, ok=True, text_bytes=cached, command="(cached)"), True
-            r = build_program(corpus, program, OZ, setting, work, toolchain, base_opts, tag="oz", keep=where)
+            r = build_program(corpus, program, OZ, setting, work, toolchain, base_opts, tag="oz", keep=where,
+                              problem=problem)
             if r.ok and key is not None and cache is not None:
                 cache.put(key, int(r.text_bytes))  # type: ignore[arg-type]
             return r, False
@@ -440,7 +463,7 @@ def _evaluate_programs(corpus: Corpus, policy: Policy, toolchain: Toolchain, set
         def policy_run(program: Program) -> CompiledModule:
             if log_dir is None:
                 return build_program(corpus, program, policy, setting, work, toolchain, options, tag="policy",
-                                     keep=where)
+                                     keep=where, problem=problem)
             folder = training_logs.program_log_dir(log_dir, program)
             opts = training_logs.logging_options(options, policy, toolchain,
                                                  lambda m: training_logs.member_log(folder, m))
@@ -457,7 +480,7 @@ def _evaluate_programs(corpus: Corpus, policy: Policy, toolchain: Toolchain, set
                 bfut, pfut = jobs_of[p.name]
                 base, cached = bfut.result()
                 pol = base if pfut is None else pfut.result()
-                score = ModuleScore(p.name, base, pol, baseline_cached=cached)
+                score = _valued(ModuleScore(p.name, base, pol, baseline_cached=cached), valued)
                 if log_dir is not None and score.ok:
                     result.logged += training_logs.set_rewards(
                         training_logs.program_logs(training_logs.program_log_dir(log_dir, p)), score)

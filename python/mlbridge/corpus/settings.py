@@ -34,7 +34,7 @@ import shlex
 import subprocess
 import time
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 from .compile import (CompileOptions, CompiledModule, CompileSetupError, Policy, SetupArgumentError, Toolchain,
                       compile_module, _last_lines)
@@ -42,7 +42,7 @@ from .elf import ElfError, defined_dynamic_symbols, stored_sizes
 from .layout import Corpus, CorpusError, Module
 from .programs import Program
 from ..core.ended import how_it_ended
-from ..problems import get as get_problem
+from ..problems import Problem, get as get_problem
 from ..problems.inlining_size import PIPE_DECISION_TIMEOUT_MS
 
 #: whole-program settings are inlining-size's only (its plugin runs in the linker too)
@@ -179,7 +179,8 @@ def _run(cmd: List[str], env: Dict[str, str], policy: Policy, timeout: float, cw
 
 def build_program(corpus: Corpus, program: Program, policy: Policy, setting: Setting, work: str,
                   toolchain: Toolchain, options: CompileOptions, *, tag: str = "",
-                  keep: bool = False, link_env: Optional[Dict[str, str]] = None) -> CompiledModule:
+                  keep: bool = False, link_env: Optional[Dict[str, str]] = None,
+                  problem: Union[str, Problem] = "inlining-size") -> CompiledModule:
     """Compiles PROGRAM's modules under POLICY in SETTING, links them and measures
     the linked file's .text. Returns a CompiledModule named after the program
     (``ok=False`` with the reason when a member, the link or a check fails).
@@ -195,7 +196,7 @@ def build_program(corpus: Corpus, program: Program, policy: Policy, setting: Set
         opts = setting.compile_options(program, options)
         decisions = capped = 0
         for m in members:
-            r = compile_module(m, policy, folder, toolchain, opts, tag=tag)
+            r = compile_module(m, policy, folder, toolchain, opts, tag=tag, problem=problem)
             if r.object_path:
                 made.append(r.object_path)
             if not r.ok:

@@ -34,10 +34,10 @@ class PhaseOrdering(Problem):
     baseline = "clang-19 -Oz's pass pipeline"
     measured = "stored bytes (Berkeley text + data) of the object (or of the linked program)"
     unit = "stored bytes"
-    settings = ()
-    commands = frozenset()
-    refusal = ("pass orders are searched and scored per module by `mlbridge tune` (docs/tuning.md); a policy "
-               "that picks orders is trained by examples/phase_ordering/")
+    settings = ("objects", "linked")
+    commands = frozenset({"corpus evaluate"})
+    refusal = ("pass orders are searched per module by `mlbridge tune` (docs/tuning.md); a policy that picks "
+               "orders is trained by examples/phase_ordering/")
     in_plugin = True
 
     def policy_options(self, policy: PolicyLike) -> List[str]:

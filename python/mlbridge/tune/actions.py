@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import List, NamedTuple, Sequence
 
 
-class Step(NamedTuple):
+class PassStep(NamedTuple):
     name: str
     pipeline: str
 
@@ -22,38 +22,38 @@ class Step(NamedTuple):
 # instcombine is spelled <no-verify-fixpoint>, as default<Oz> does: a textual
 # instcombine in LLVM 19 aborts the compiler when one iteration does not reach
 # a fixpoint (docs/phase-ordering.md).
-STEPS: List[Step] = [
-    Step("sroa-cse-cfg", "function(sroa<modify-cfg>,early-cse<memssa>,simplifycfg)"),
-    Step("instcombine-cfg", "function(instcombine<no-verify-fixpoint>,simplifycfg)"),
-    Step("slp-vectorize", "function(slp-vectorizer,vector-combine,instcombine<no-verify-fixpoint>)"),
-    Step("inline-simplify", "cgscc(function-attrs,inline,function(sroa<modify-cfg>,early-cse<memssa>,simplifycfg,"
+STEPS: List[PassStep] = [
+    PassStep("sroa-cse-cfg", "function(sroa<modify-cfg>,early-cse<memssa>,simplifycfg)"),
+    PassStep("instcombine-cfg", "function(instcombine<no-verify-fixpoint>,simplifycfg)"),
+    PassStep("slp-vectorize", "function(slp-vectorizer,vector-combine,instcombine<no-verify-fixpoint>)"),
+    PassStep("inline-simplify", "cgscc(function-attrs,inline,function(sroa<modify-cfg>,early-cse<memssa>,simplifycfg,"
                             "instcombine<no-verify-fixpoint>))"),
-    Step("licm-gvn", "function(loop-mssa(licm),gvn)"),
-    Step("rotate-licm", "function(loop-mssa(loop-rotate<no-header-duplication>,licm<no-allowspeculation>),"
+    PassStep("licm-gvn", "function(loop-mssa(licm),gvn)"),
+    PassStep("rotate-licm", "function(loop-mssa(loop-rotate<no-header-duplication>,licm<no-allowspeculation>),"
                         "simplifycfg)"),
-    Step("loop-idiom-deletion", "function(loop(loop-idiom,indvars,loop-deletion))"),
-    Step("jump-threading", "function(jump-threading,correlated-propagation,simplifycfg)"),
-    Step("tailcall-dse-adce", "function(tailcallelim,dse,adce,simplifycfg)"),
-    Step("reassociate", "function(reassociate,constraint-elimination,instcombine<no-verify-fixpoint>)"),
-    Step("ipsccp-globals", "ipsccp,globalopt,globaldce"),
-    Step("deadargelim", "deadargelim,elim-avail-extern,constmerge,function(instcombine<no-verify-fixpoint>)"),
-    Step("sccp-bdce", "function(sccp,bdce,instcombine<no-verify-fixpoint>)"),
-    Step("gvn-memcpyopt", "function(mldst-motion<no-split-footer-bb>,gvn,memcpyopt)"),
-    Step("late-cfg", "function(loop-sink,instsimplify,div-rem-pairs,simplifycfg<forward-switch-cond;"
+    PassStep("loop-idiom-deletion", "function(loop(loop-idiom,indvars,loop-deletion))"),
+    PassStep("jump-threading", "function(jump-threading,correlated-propagation,simplifycfg)"),
+    PassStep("tailcall-dse-adce", "function(tailcallelim,dse,adce,simplifycfg)"),
+    PassStep("reassociate", "function(reassociate,constraint-elimination,instcombine<no-verify-fixpoint>)"),
+    PassStep("ipsccp-globals", "ipsccp,globalopt,globaldce"),
+    PassStep("deadargelim", "deadargelim,elim-avail-extern,constmerge,function(instcombine<no-verify-fixpoint>)"),
+    PassStep("sccp-bdce", "function(sccp,bdce,instcombine<no-verify-fixpoint>)"),
+    PassStep("gvn-memcpyopt", "function(mldst-motion<no-split-footer-bb>,gvn,memcpyopt)"),
+    PassStep("late-cfg", "function(loop-sink,instsimplify,div-rem-pairs,simplifycfg<forward-switch-cond;"
                      "switch-range-to-icmp;switch-to-lookup;no-keep-loops;hoist-common-insts;sink-common-insts>)"),
     # -- the tuner's own steps (not in the phase-ordering pass's table) --
-    Step("mergefunc", "mergefunc"),
-    Step("argpromotion", "cgscc(argpromotion,function-attrs)"),
-    Step("gvn-sink", "function(gvn-sink,simplifycfg)"),
-    Step("switch-branches-cfg", "function(simplifycfg<switch-range-to-icmp;no-switch-to-lookup;no-keep-loops;"
+    PassStep("mergefunc", "mergefunc"),
+    PassStep("argpromotion", "cgscc(argpromotion,function-attrs)"),
+    PassStep("gvn-sink", "function(gvn-sink,simplifycfg)"),
+    PassStep("switch-branches-cfg", "function(simplifycfg<switch-range-to-icmp;no-switch-to-lookup;no-keep-loops;"
                                 "hoist-common-insts;sink-common-insts>)"),
-    Step("globals-cleanup", "globalopt,globaldce,constmerge,strip-dead-prototypes"),
-    Step("aggressive-instcombine", "function(aggressive-instcombine,instcombine<no-verify-fixpoint>,simplifycfg)"),
-    Step("rel-lookup-tables", "rel-lookup-table-converter"),
-    Step("dse-memcpyopt", "function(dse,memcpyopt,instcombine<no-verify-fixpoint>)"),
+    PassStep("globals-cleanup", "globalopt,globaldce,constmerge,strip-dead-prototypes"),
+    PassStep("aggressive-instcombine", "function(aggressive-instcombine,instcombine<no-verify-fixpoint>,simplifycfg)"),
+    PassStep("rel-lookup-tables", "rel-lookup-table-converter"),
+    PassStep("dse-memcpyopt", "function(dse,memcpyopt,instcombine<no-verify-fixpoint>)"),
     # clang's whole -Oz optimization pipeline (parsed by clang's PassBuilder, so
     # with clang's options, e.g. the SLP vectorizer): orders may build on it
-    Step("oz", "default<Oz>"),
+    PassStep("oz", "default<Oz>"),
 ]
 
 #: entries shared with the phase-ordering pass (its kNumPhaseOrderActions)

@@ -52,7 +52,7 @@ from ..corpus.programs import Program, load_programs
 from ..corpus.settings import Setting, link_program, opt_level
 from . import tuning_file
 from .actions import STEPS, order_names, pipeline_text
-from .search import ModuleSearch, Order, seeds
+from .search import OrderSearch, Order, seeds
 
 CHECKPOINT = "checkpoint.json"
 CHECKPOINT_FORMAT = "mlbridge-tune-checkpoint"
@@ -110,7 +110,7 @@ class _Unit:
     module: Module
     key: str                                 # file names under OUT/objects
     options: CompileOptions
-    search: Optional[ModuleSearch] = None
+    search: Optional[OrderSearch] = None
     source: str = ""
     oz_text: int = 0
     best_text: Optional[int] = None
@@ -151,7 +151,7 @@ class Tuner:
         self.elapsed = 0.0                   # search seconds of earlier runs
         self.curve: List[Tuple[float, int]] = []
         self.candidates = 0
-        #: the latest orders that beat -Oz on some module (ModuleSearch.propose)
+        #: the latest orders that beat -Oz on some module (OrderSearch.propose)
         self.pool: List[Order] = []
 
     # -- setup --------------------------------------------------------------
@@ -208,7 +208,7 @@ class Tuner:
                 u.source, u.oz_text, u.error = md.get("source", ""), int(md.get("oz_text", 0)), md.get("error")
                 u.best_text = md.get("best_text")
                 if md.get("search") is not None:
-                    u.search = ModuleSearch.from_dict(md["search"])
+                    u.search = OrderSearch.from_dict(md["search"])
                     for obj in (u.oz_object, u.best_object if u.search.gain else None):
                         if obj and not os.path.isfile(os.path.join(self.objects, obj)):
                             raise ValueError(f"object {obj} of module {name} is missing")
@@ -256,7 +256,7 @@ class Tuner:
             return
         u.source = src[0][len("mlbridge-tuning: source "):].rsplit(": ", 1)[0]
         u.oz_text = int(r.text_bytes or 0)
-        u.search = ModuleSearch(u.module.name, int(r.stored_bytes), self.opts.seed)
+        u.search = OrderSearch(u.module.name, int(r.stored_bytes), self.opts.seed)
 
     def _candidate(self, u: _Unit, order: Order) -> Tuple[Optional[int], Optional[int], float, Optional[str]]:
         """(stored bytes, .text, seconds, error) of ORDER on U; the object is kept as

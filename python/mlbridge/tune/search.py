@@ -2,7 +2,7 @@
 to the best one found (a (1+1) evolution strategy over sequences), with every
 order tried at most once.
 
-Pure bookkeeping, no compiler: ``ModuleSearch.propose()`` gives the next order
+Pure bookkeeping, no compiler: ``OrderSearch.propose()`` gives the next order
 to try, ``record(order, bytes)`` says what it measured. The tuner (run.py)
 decides which module gets the next compile. Measured on real programs
 (docs/tuning.md): the winners replace -Oz's pipeline entirely with about a dozen
@@ -44,7 +44,7 @@ def seeds() -> List[Order]:
 
 
 @dataclass
-class ModuleSearch:
+class OrderSearch:
     """The search state of one module (a checkpoint holds it: as_dict/from_dict)."""
     name: str
     oz_bytes: int
@@ -146,8 +146,8 @@ class ModuleSearch:
                 "seen": sorted(list(o) for o in self.seen)}
 
     @staticmethod
-    def from_dict(d: Dict[str, Any]) -> "ModuleSearch":
-        s = ModuleSearch(str(d["name"]), int(d["oz_bytes"]), int(d.get("seed", 0)))
+    def from_dict(d: Dict[str, Any]) -> "OrderSearch":
+        s = OrderSearch(str(d["name"]), int(d["oz_bytes"]), int(d.get("seed", 0)))
         best = d.get("best_order")
         s.best_order = tuple(int(i) for i in best) if best is not None else None
         s.best_bytes = int(d["best_bytes"]) if d.get("best_bytes") is not None else None
