@@ -5,7 +5,9 @@
 # clang-19 and ld.lld-19 through the mlbridge plugin) against clang-19 -Oz on it
 # in three settings: per object and linked programs (policies/inline_size), full
 # LTO (policies/inline_size_lto, trained there): tables, a PNG, and where the
-# bytes went, function by function. The toy demos: examples/demo/toy.sh.
+# bytes went, function by function; then `mlbridge tune` searches the project's
+# own pass orders for a few minutes (MLBRIDGE_DEMO_TUNE_MINUTES, default 3) and
+# writes a tuning file. The toy demos: examples/demo/toy.sh.
 #   bash scripts/demo.sh [PROJECT]      (output in out/demo/)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -38,6 +40,17 @@ echo "   Where the bytes went, function by function:"
 mlbridge corpus evaluate "$corpus" --policy "$root/policies/inline_size_lto/policy.onnx" \
   --plugin "$root/build/libMLBridgeLLVM.so" --setting lto --where 8 --plot "$out/$project.png" --csv "$out/$project.csv"
 echo
-echo "plot: $out/$project.png   per program: $out/$project.csv"
+minutes=${MLBRIDGE_DEMO_TUNE_MINUTES:-3}
+echo "== 5. mlbridge tune: per module, the pass order clang-19 runs in place of -Oz's, searched for $minutes minutes"
+echo "   and judged on $project's linked programs in stored bytes (code + read-only + initialized data); a tuning"
+echo "   file any build applies with three flags (docs/tuning.md). Resumable: a second run reuses $out/tune-$project."
+mlbridge tune "$corpus" -o "$out/tune-$project" --budget-minutes "$minutes" --plugin "$root/build/libMLBridgeLLVM.so"
+echo
+echo "   the tuning file, scored on its own by corpus evaluate (stored bytes, linked programs):"
+mlbridge corpus evaluate "$corpus" --problem phase-ordering --policy "tuning:$out/tune-$project/tuning.json" \
+  --plugin "$root/build/libMLBridgeLLVM.so" --setting linked -q
+echo "   to apply it to your own build: CFLAGS=\"-Oz \$(mlbridge tune flags $out/tune-$project/tuning.json)\""
+echo
+echo "plot: $out/$project.png   per program: $out/$project.csv   tune: $out/tune-$project/report.md, curve.png"
 echo "the policies, their training and their numbers: policies/inline_size*/README.md, docs/training.md"
 echo "settings (objects, linked, lto) and programs.json: docs/corpus.md"
