@@ -40,6 +40,8 @@ target_compile_options(mlbridge_gcc_plugin PRIVATE -fno-rtti -fno-exceptions ${M
 target_link_libraries(mlbridge_gcc_plugin PRIVATE mlbridge)
 target_link_options(mlbridge_gcc_plugin PRIVATE -Wl,--exclude-libs,ALL)
 set(MLBRIDGE_GCC_PLUGIN $<TARGET_FILE:mlbridge_gcc_plugin>)
+# gcc -fplugin=PREFIX/lib/mlbridge/mlbridge.so
+install(TARGETS mlbridge_gcc_plugin LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/mlbridge)
 
 if(MLBRIDGE_BUILD_TESTS)
   find_package(Python3 COMPONENTS Interpreter)

@@ -83,6 +83,13 @@ endif()
 add_library(MLBridgeLLVMBaseline MODULE ${PROJECT_SOURCE_DIR}/bench/llvm_overhead_plugin.cc)
 mlbridge_llvm_settings(MLBridgeLLVMBaseline)
 
+# Installed where the Python package looks for it (mlbridge.corpus.compile.find_plugin):
+# PREFIX/lib/mlbridge/libMLBridgeLLVM.so; in a wheel, PREFIX is mlbridge/_native.
+install(TARGETS MLBridgeLLVM LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/mlbridge)
+if(TARGET MLBridgeLLVMFull)
+  install(TARGETS MLBridgeLLVMFull LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/mlbridge)
+endif()
+
 set(MLBRIDGE_LLVM_PLUGIN $<TARGET_FILE:MLBridgeLLVM>)
 set(MLBRIDGE_LLVM_TOOLS_DIR ${LLVM_TOOLS_BINARY_DIR})
 

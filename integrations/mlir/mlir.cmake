@@ -48,6 +48,7 @@ target_compile_options(mlbridge-mlir-opt PRIVATE -fno-rtti -fno-exceptions ${MLB
 target_link_libraries(mlbridge-mlir-opt PRIVATE mlbridge MLIR LLVM)
 set_target_properties(mlbridge-mlir-opt PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/integrations/mlir)
 set(MLBRIDGE_MLIR_OPT $<TARGET_FILE:mlbridge-mlir-opt>)
+install(TARGETS mlbridge-mlir-opt RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 
 if(MLBRIDGE_BUILD_TESTS)
   find_package(Python3 COMPONENTS Interpreter)

@@ -5,7 +5,7 @@
 #   service_pb2_grpc.py   gRPC stubs and servicers (service.proto)
 # Needs grpcio-tools (python3 -m pip install grpcio-tools). The generated files
 # are committed; their headers name the protobuf/grpcio versions they need:
-# keep the lower bounds of "protobuf" and "grpcio" in python/pyproject.toml at
+# keep the lower bounds of "protobuf" and "grpcio" in pyproject.toml at
 # those versions or newer.
 set -eu
 here=$(cd "$(dirname "$0")/.." && pwd)

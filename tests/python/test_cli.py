@@ -5,6 +5,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 import mlbridge
 from mlbridge import TensorSpec as T
 from conftest import child_env, wait_ready
@@ -33,4 +35,31 @@ def test_serve_and_dump(procs, tmp_path):
 def test_version():
     out = subprocess.run([sys.executable, "-m", "mlbridge", "version"], env=child_env(), capture_output=True,
                          check=True, timeout=30).stdout.decode()
-    assert out.strip() == f"mlbridge {mlbridge.__version__}, protocol version {mlbridge.PROTOCOL_VERSION}"
+    lines = out.splitlines()
+    assert lines[0] == f"mlbridge {mlbridge.__version__}, protocol version {mlbridge.PROTOCOL_VERSION}"
+    from mlbridge import native
+    names = [n for n, _, _ in native.COMPONENTS]
+    # one line per native part: where it was found, or "not found"
+    assert [ln.split()[0] for ln in lines[1:]] == names
+    for ln, (name, path) in zip(lines[1:], native.components().items()):
+        assert ln.split(None, 1)[1] == (path or "not found")
+    r = subprocess.run([sys.executable, "-m", "mlbridge", "version", "--json"], env=child_env(), capture_output=True,
+                       check=True, timeout=30)
+    assert json.loads(r.stdout)["components"] == native.components()
+
+
+def test_native_parts_are_found_in_the_package_first_then_the_prefix(tmp_path, monkeypatch):
+    from mlbridge import native
+    own = tmp_path / "pkg" / "_native" / "lib" / "mlbridge"
+    env = tmp_path / "venv" / "lib64" / "mlbridge"
+    for d in (own, env):
+        d.mkdir(parents=True)
+    monkeypatch.setattr(native, "prefixes", lambda: [str(tmp_path / "pkg" / "_native"), str(tmp_path / "venv")])
+    monkeypatch.setattr(native, "source_build", lambda: None)
+    assert native.find("llvm-plugin") is None and native.find("gcc-plugin") is None
+    (env / "libMLBridgeLLVM.so").write_bytes(b"")
+    assert native.find("llvm-plugin") == str(env / "libMLBridgeLLVM.so")
+    (own / "libMLBridgeLLVM.so").write_bytes(b"")
+    assert native.find("llvm-plugin") == str(own / "libMLBridgeLLVM.so")
+    with pytest.raises(KeyError):
+        native.find("no-such-part")

@@ -222,7 +222,9 @@ def _find_tool(name: str, given: Optional[str]) -> str:
 
 
 def find_plugin(plugin: Optional[str] = None) -> str:
-    """The mlbridge LLVM plugin: the argument, $MLBRIDGE_LLVM_PLUGIN, or build/libMLBridgeLLVM.so."""
+    """The mlbridge LLVM plugin: the argument, $MLBRIDGE_LLVM_PLUGIN, the package's
+    own install (``pip install .``), the environment's prefix (``cmake --install``),
+    then build/ of a source checkout (mlbridge.native)."""
     if plugin:
         if not os.path.isfile(plugin):
             raise SetupArgumentError("plugin", f"{{arg}}: plugin {plugin} does not exist")
@@ -232,14 +234,12 @@ def find_plugin(plugin: Optional[str] = None) -> str:
         if not os.path.isfile(from_env):
             raise CompileSetupError(f"{_PLUGIN_ENV}: plugin {from_env} does not exist")
         return os.path.abspath(from_env)
-    here = os.path.dirname(os.path.abspath(__file__))
-    tree = os.path.dirname(os.path.dirname(os.path.dirname(here)))
-    for cand in (os.path.join(tree, "build", "libMLBridgeLLVM.so"), os.path.join("build", "libMLBridgeLLVM.so")):
-        if os.path.isfile(cand):
-            return os.path.abspath(cand)
-    raise SetupArgumentError("plugin", "the mlbridge LLVM plugin (libMLBridgeLLVM.so) was not found: build it "
-                             "(cmake --build build --target MLBridgeLLVM) and give {arg} or set "
-                             f"{_PLUGIN_ENV}")
+    from .. import native
+    found = native.find("llvm-plugin")
+    if found:
+        return found
+    raise SetupArgumentError("plugin", f"the mlbridge LLVM plugin (libMLBridgeLLVM.so) was not found: "
+                             f"{native.HOW_TO_GET}; or give {{arg}} or set {_PLUGIN_ENV}")
 
 
 def cc1_args(recorded: Sequence[str], *, drop: Sequence[str] = (), emit: Sequence[str] = ("-emit-obj",)) -> List[str]:
