@@ -23,6 +23,11 @@ class Progress:
             from tqdm import tqdm
             self._bar = tqdm(total=total, desc=desc, unit=unit, file=self.stream, dynamic_ncols=True)
 
+    @property
+    def is_bar(self) -> bool:
+        """A live tqdm bar (a terminal), not periodic lines."""
+        return self._bar is not None
+
     def update(self, n: int = 1, postfix: Optional[str] = None) -> None:
         self.n += n
         if self._bar is not None:

@@ -70,12 +70,20 @@ def run_tune(args: argparse.Namespace) -> int:
             find_lld(toolchain.clang)
     except (TuneArgumentError, CompileSetupError) as exc:
         raise usage_error(exc) from None
-    say = (lambda line: None) if args.quiet else (lambda line: print(f"mlbridge tune: {line}", file=sys.stderr,
-                                                                     flush=True))
-    try:
-        report = tune(args.corpus, args.out, toolchain, opts, progress=say)
-    except TuneArgumentError as exc:
-        raise usage_error(exc) from None
+    from .progress import Progress
+    # a bar over the budget's seconds on a terminal; plain lines otherwise (logs, CI)
+    with Progress(int(args.budget_minutes * 60), "tune", quiet=args.quiet, unit="s") as bar:
+        def say(line: str) -> None:
+            if not bar.is_bar:
+                bar.write(f"mlbridge tune: {line}")
+
+        def tick(spent: float, budget: float, status: str) -> None:
+            if bar.is_bar:
+                bar.update(max(0, int(spent * 60) - bar.n), postfix=status)
+        try:
+            report = tune(args.corpus, args.out, toolchain, opts, progress=say, tick=tick)
+        except TuneArgumentError as exc:
+            raise usage_error(exc) from None
     if args.json:
         json.dump(report, sys.stdout, indent=1)
         sys.stdout.write("\n")

@@ -132,8 +132,11 @@ class _Unit:
 
 class Tuner:
     def __init__(self, corpus_root: str, out: str, toolchain: Toolchain, options: TuneOptions,
-                 progress: Optional[Callable[[str], None]] = None) -> None:
+                 progress: Optional[Callable[[str], None]] = None,
+                 tick: Optional[Callable[[float, float, str], None]] = None) -> None:
         options.validate()
+        #: called about once a second while searching: (minutes spent, budget minutes, a status)
+        self.tick = tick
         if not toolchain.plugin:
             raise TuneError("mlbridge tune needs the mlbridge LLVM plugin (libMLBridgeLLVM.so)")
         self.tc, self.opts, self.say = toolchain, options, progress or (lambda line: None)
@@ -348,6 +351,10 @@ class Tuner:
                 for t in threads:
                     t.join(timeout=0.2)
                 now = time.monotonic()
+                if self.tick is not None:
+                    best = self._total_best()
+                    self.tick((self.elapsed + now - start) / 60.0, budget / 60.0,
+                              f"{self.candidates:,} candidates, {100.0 * (best - oz) / oz:+.2f} % stored bytes")
                 if now >= next_save:
                     next_save = now + CHECKPOINT_EVERY
                     self._save_checkpoint(self.elapsed + now - start)
@@ -530,11 +537,14 @@ class Tuner:
 
 
 def tune(corpus: str, out: str, toolchain: Toolchain, options: Optional[TuneOptions] = None,
-         progress: Optional[Callable[[str], None]] = None) -> Dict[str, Any]:
+         progress: Optional[Callable[[str], None]] = None,
+         tick: Optional[Callable[[float, float, str], None]] = None) -> Dict[str, Any]:
     """Tunes CORPUS (its programs.json in the linked setting) into OUT; returns
-    the report (also OUT/report.json). Resumes from OUT/checkpoint.json."""
+    the report (also OUT/report.json). Resumes from OUT/checkpoint.json.
+    PROGRESS hears one line per stage and every few seconds; TICK (minutes
+    spent, budget minutes, status) about once a second while searching."""
     options = options or TuneOptions()
-    t = Tuner(corpus, out, toolchain, options, progress)
+    t = Tuner(corpus, out, toolchain, options, progress, tick)
     os.makedirs(t.out, exist_ok=True)
     t._load_checkpoint()
     t.search()
