@@ -61,6 +61,9 @@ PKG_CONFIG_PATH="$prefix/lib/pkgconfig" g++ -std=c++17 -fno-exceptions -fno-rtti
 LD_LIBRARY_PATH="$prefix/lib" "$prefix/consumer-pc"
 { "$prefix/bin/mlbridge-bench" 2>&1 || true; } | grep -q usage && echo "mlbridge-bench installed"
 
+echo "== pip install . into a fresh virtual environment, then the main job's commands from an empty folder"
+bash "$root/scripts/install_check.sh"
+
 echo "== mutation testing (mutmut, docs/testing.md): the Python files of the newest change to formats/, transport/, corpus/ or llvm/, 10 mutants and 300 s a package"
 # Survivors are listed, not failed on: a new one needs a test or a line in
 # docs/testing.md's table of equivalent mutants. mutmut failing fails the step.

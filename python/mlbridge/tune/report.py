@@ -113,7 +113,10 @@ def plot_curve(report: Dict[str, Any], path: str) -> Optional[str]:
     curve = report["curve"]
     if len(curve) < 2:
         return None
-    import matplotlib
+    try:
+        import matplotlib
+    except ImportError:   # an optional dependency (pip install mlbridge[train]): no plot, the tables stand
+        return None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     oz = report["total"]["objects_oz_stored"]
