@@ -29,8 +29,8 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 
 from mlbridge.core.errors import MLBridgeError  # noqa: E402
-from mlbridge.train import speed_check as sc  # noqa: E402
-from mlbridge.train.eviction_policy import first_legal  # noqa: E402
+from mlbridge.benchmark import speed_check as sc  # noqa: E402
+from mlbridge.problems.eviction.policy import first_legal  # noqa: E402
 
 ALL = ("lz4", "zstd", "brotli", "chacha20", "sha256", "dgemm")
 

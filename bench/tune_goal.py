@@ -23,7 +23,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "python"))
 
 from mlbridge.corpus.compile import Toolchain  # noqa: E402
-from mlbridge.train.speed_check import codec_benchmarks  # noqa: E402
+from mlbridge.benchmark.speed_check import codec_benchmarks  # noqa: E402
 from mlbridge.tune import TuneOptions, tune  # noqa: E402
 from mlbridge.tune.workloads import benchmark_corpus, check_command  # noqa: E402
 

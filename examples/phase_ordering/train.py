@@ -30,13 +30,21 @@ from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
 
 import mlbridge  # noqa: E402
-import poset  # noqa: E402
+from mlbridge.problems.phase_ordering import poset  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def plugin_path(explicit: Optional[str] = None) -> str:
+    """The mlbridge LLVM plugin: explicit, $MLBRIDGE_LLVM_PLUGIN, or this tree's build/libMLBridgeLLVM.so."""
+    for p in (explicit, os.environ.get("MLBRIDGE_LLVM_PLUGIN"),
+              os.path.join(HERE, "..", "..", "build", "libMLBridgeLLVM.so")):
+        if p and os.path.exists(p):
+            return os.path.abspath(p)
+    raise FileNotFoundError("libMLBridgeLLVM.so not found: pass --plugin or set MLBRIDGE_LLVM_PLUGIN")
 Trajectory = List[Tuple[np.ndarray, int, np.ndarray]]
 
 
@@ -121,7 +129,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--holdout", default="", help="comma-separated file stems kept out of training (e.g. sort,strhash)")
     args = ap.parse_args(argv)
 
-    plugin = poset.plugin_path(args.plugin)
+    plugin = plugin_path(args.plugin)
     files = sorted(glob.glob(args.corpus))
     if not files:
         ap.error(f"no C files match {args.corpus}")

@@ -4,7 +4,7 @@ weights in Python, ``onnx_policy`` serves ``policy.onnx`` with onnxruntime (the
 same answers); both answer over stock llc-19's interactive channel."""
 import os
 
-from mlbridge.train.eviction_policy import EvictionPolicy, OnnxEvictionPolicy
+from mlbridge.problems.eviction.policy import EvictionPolicy, OnnxEvictionPolicy
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 policy = EvictionPolicy.load(os.path.join(HERE, "policy.json"))

@@ -31,7 +31,8 @@ from mlbridge.corpus import layout  # noqa: E402
 from mlbridge.corpus.compile import Policy, Toolchain, cc1_args  # noqa: E402
 from mlbridge.corpus.evaluate import BaselineCache, default_cache_dir, evaluate  # noqa: E402
 from mlbridge.problems import ProblemError  # noqa: E402
-from mlbridge.problems.regalloc_eviction import IllegalAnswer, PolicyRefused, legal_answers  # noqa: E402
+from mlbridge.problems import IllegalAnswer  # noqa: E402
+from mlbridge.problems.eviction.problem import PolicyRefused, legal_answers  # noqa: E402
 
 EVICTION = problems.get("regalloc-eviction")
 LLC = shutil.which("llc-19")

@@ -20,8 +20,8 @@ from conftest import ROOT, child_env
 
 from mlbridge.llvm.interactive import CompilerFailed
 from mlbridge.problems.base import Measured
-from mlbridge.train import eviction_trainer as et
-from mlbridge.train.eviction_policy import (CANDIDATES, INPUTS, PHI, RAW, EvictionPolicy, OnnxEvictionPolicy,
+from mlbridge.problems.eviction import trainer as et
+from mlbridge.problems.eviction.policy import (CANDIDATES, INPUTS, PHI, RAW, EvictionPolicy, OnnxEvictionPolicy,
                                             PolicyFileError, export_onnx, load_policy, phi, warm_start)
 
 LLC = shutil.which("llc-19")

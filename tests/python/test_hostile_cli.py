@@ -336,7 +336,7 @@ def _checkpoint(algo: str) -> bytes:
     from mlbridge.train.es import ES
     from mlbridge.train.policy import MLPPolicy
     from mlbridge.train.ppo import PPO
-    from mlbridge.train.size_trainer import SizeTrainer, TrainConfig
+    from mlbridge.problems.inlining.size_trainer import SizeTrainer, TrainConfig
     pol = MLPPolicy(list(FEATURES), (2,), seed=1)
     cfg = TrainConfig(algo=algo, hidden=(2,))
     with tempfile.TemporaryDirectory() as d:

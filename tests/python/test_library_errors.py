@@ -17,9 +17,9 @@ from mlbridge.corpus.python_callable import load_callable
 from mlbridge.corpus.recipes import recipes
 from mlbridge.corpus.recipes.build import BuildError, BuildToolMissing, build
 from mlbridge.corpus.settings import Setting
-from mlbridge.train.run_folder import (RunArgumentError, RunSetupError, check_checkpoint, check_run_folder,
-                                       load_policy_file)
-from mlbridge.train.size_trainer import TrainConfig
+from mlbridge.train.run_folder import RunArgumentError, RunSetupError, check_run_folder, load_policy_file
+from mlbridge.problems.inlining.recipe import check_checkpoint
+from mlbridge.problems.inlining.size_trainer import TrainConfig
 
 
 def no_flag(exc: BaseException) -> None:
@@ -132,10 +132,10 @@ def test_serve_words_a_bad_policy_with_its_flag(capsys):
 
 
 def test_the_train_recipes_refuse_with_typed_errors(corpus, tmp_path):
-    from mlbridge.train.learn_from_search import learn_from_search
-    from mlbridge.train.room_recipe import measure_room
+    from mlbridge.problems.inlining.learn_from_search import learn_from_search
+    from mlbridge.problems.inlining.room_recipe import measure_room
     from mlbridge.train.run_report import report_run
-    from mlbridge.train.search import SearchConfig
+    from mlbridge.problems.inlining.search import SearchConfig
     with pytest.raises(RunSetupError, match="no policy.onnx"):
         report_run(str(tmp_path))
     (tmp_path / "file").write_text("x")

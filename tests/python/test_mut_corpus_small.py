@@ -199,7 +199,7 @@ def test_link_command_environment_per_policy_kind():
     assert env == {"MLBRIDGE_INLINE_STATS": "1", "MLBRIDGE_INLINE_CALLEES": "/x"}
     assert cmd.count("-Wl,--load-pass-plugin=/p/plugin.so") == 1   # once, logged or not
     py = Policy("python", "python:m:f", fn=lambda o: 0)
-    from mlbridge.problems.inlining_size import PIPE_DECISION_TIMEOUT_MS
+    from mlbridge.problems.inlining.problem import PIPE_DECISION_TIMEOUT_MS
     cmd, env = settings.link_command(LIB, ["a.bc"], "o", TC, Setting("thinlto"), py, "-Oz", "v")
     assert env == {"MLBRIDGE_INLINE_STATS": "1", "MLBRIDGE_INLINE_RUNNER": "pipe",
                    "MLBRIDGE_INLINE_CHANNEL": "{base}", "MLBRIDGE_INLINE_TIMEOUT_MS": str(PIPE_DECISION_TIMEOUT_MS)}
@@ -327,7 +327,7 @@ def test_build_program_passes_the_recorded_opt_level_and_sums_decisions(mini, tc
     seen = {}
     from mlbridge.corpus.compile import CompiledModule
 
-    def fake_compile(m, policy, folder, toolchain, opts, tag=""):
+    def fake_compile(m, policy, folder, toolchain, opts, tag="", problem=None):
         path = os.path.join(folder, m.name + ".bc")
         open(path, "wb").close()
         return CompiledModule(m.name, ok=True, decisions=2, capped=1, object_path=path)

@@ -25,10 +25,10 @@ from mlbridge.corpus.evaluate import OZ, evaluate  # noqa: E402
 from mlbridge.corpus.settings import Setting  # noqa: E402
 from mlbridge.llvm.inliner_features import FEATURES  # noqa: E402
 from mlbridge.problems import COMMANDS, PROBLEMS, Problem, ProblemError  # noqa: E402
-from mlbridge.problems.inlining_size import InliningForSize  # noqa: E402
-from mlbridge.train.recipe import train_size_policy  # noqa: E402
+from mlbridge.problems.inlining.problem import InliningForSize  # noqa: E402
+from mlbridge.problems.inlining.recipe import train_size_policy  # noqa: E402
 from mlbridge.train.run_folder import RunArgumentError  # noqa: E402
-from mlbridge.train.size_trainer import TrainConfig  # noqa: E402
+from mlbridge.problems.inlining.size_trainer import TrainConfig  # noqa: E402
 
 PLUGIN = "/opt/p/libMLBridgeLLVM.so"
 INLINING, EVICTION, PHASES = (problems.get(n) for n in ("inlining-size", "regalloc-eviction", "phase-ordering"))
@@ -186,6 +186,13 @@ def test_eviction_policies_answer_over_stock_llvms_channel(corpus):
     assert "-regalloc-evict-interactive-channel-base={base}" in with_policy.command and PLUGIN not in with_policy.command
     assert asked and set(asked) == {(1, 33)}
     assert with_policy.text_bytes != default.text_bytes
+
+
+def test_an_unusable_answer_is_the_problems_failure_not_evictions():
+    from mlbridge.core.errors import MLBridgeError
+    from mlbridge.problems.eviction import problem as eviction
+    assert problems.IllegalAnswer.__module__ == "mlbridge.problems.base"
+    assert eviction.IllegalAnswer is problems.IllegalAnswer and issubclass(problems.IllegalAnswer, MLBridgeError)
 
 
 def test_eviction_takes_only_python_policies():

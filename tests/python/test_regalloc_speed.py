@@ -1,4 +1,4 @@
-"""mlbridge.train.speed_check: a small program built with the default advisor and
+"""mlbridge.benchmark.speed_check: a small program built with the default advisor and
 with a trivial policy (both correct, instruction counts deterministic), and every
 failure path as one typed line: a wrong reference output, a workload that exits
 non-zero, a miscompile under the policy, a policy of the wrong shape, a compiler
@@ -28,8 +28,8 @@ except ImportError:   # run from a checkout without installing
 from conftest import kill_children  # noqa: E402
 from mlbridge.core.errors import ArgumentError, MLBridgeError
 from mlbridge.core.spec import TensorSpec
-from mlbridge.train import speed_check as sc
-from mlbridge.train.eviction_policy import first_legal  # the trivial policy: the first candidate whose mask is 1
+from mlbridge.benchmark import speed_check as sc
+from mlbridge.problems.eviction.policy import first_legal  # the trivial policy: the first candidate whose mask is 1
 
 HAVE = all(shutil.which(t) for t in ("clang-19", "llc-19", "valgrind"))
 if not HAVE and not os.environ.get("CI"):
@@ -239,7 +239,7 @@ def test_declared_feature_shapes_are_checked_before_building(prog, tmp_path):
     with pytest.raises(sc.SpeedCheckPolicyError, match="must be a callable"):
         sc.speed_check([prog], None, repeats=0)
     # a policy declaring the right specs runs
-    from mlbridge.problems.regalloc_eviction import RegallocEviction
+    from mlbridge.problems.eviction.problem import RegallocEviction
     res = sc.speed_check([prog], DeclaredPolicy(RegallocEviction.features), work_dir=str(tmp_path), repeats=0)
     assert res.programs[0].outputs_equal
 

@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from mlbridge.train.room import ModuleCache, RoomError, RoomState, candidates_from, read_trace
+from mlbridge.problems.inlining.room import ModuleCache, RoomError, RoomState, candidates_from, read_trace
 
 
 @pytest.fixture
@@ -113,7 +113,7 @@ class FakeSearch:
         from mlbridge.corpus.layout import Corpus
         from mlbridge.corpus.programs import Program
         from mlbridge.corpus.settings import Setting
-        from mlbridge.train.room import Measure, RoomSearch
+        from mlbridge.problems.inlining.room import Measure, RoomSearch
 
         class Search(RoomSearch):
             def _oz(self, work):
@@ -162,7 +162,7 @@ def test_search_stops_at_its_deadline(tmp_path):
 
 
 def test_a_failed_start_is_a_room_error(tmp_path):
-    from mlbridge.train.room import Measure
+    from mlbridge.problems.inlining.room import Measure
     s = FakeSearch.make(tmp_path)
     s.measure = lambda forces, work: Measure(False, error="clang exited with 1")
     with pytest.raises(RoomError, match="clang exited with 1"):

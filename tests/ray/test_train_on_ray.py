@@ -21,7 +21,7 @@ from mlbridge.corpus.evaluate import oz_sizes  # noqa: E402
 from mlbridge.llvm.inliner_features import FEATURES  # noqa: E402
 from mlbridge.train.compiles import LocalCompiles, RayCompiles  # noqa: E402
 from mlbridge.train.policy import MLPPolicy  # noqa: E402
-from mlbridge.train.size_trainer import SizeTrainer, TrainConfig  # noqa: E402
+from mlbridge.problems.inlining.size_trainer import SizeTrainer, TrainConfig  # noqa: E402
 
 
 @pytest.fixture(scope="module")

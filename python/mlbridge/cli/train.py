@@ -134,9 +134,9 @@ def _load_corpora(paths: Sequence[str]) -> List[Any]:
 
 
 def run_train(args: argparse.Namespace) -> int:
-    from ..train.recipe import train_size_policy
+    from ..problems.inlining.recipe import train_size_policy
     from ..train.run_folder import RunSetupError
-    from ..train.size_trainer import TrainConfig
+    from ..problems.inlining.size_trainer import TrainConfig
 
     problem = problem_flag.checked(args, "train run", args.setting)
     if problem.trainer == "eviction":
@@ -194,8 +194,8 @@ def run_train_eviction(args: argparse.Namespace, problem: Any) -> int:
     """``train run --problem regalloc-eviction``: ES on the register-allocation score
     from the default advisor's rule (train/eviction_trainer.py)."""
     from ..corpus.compile import CompileSetupError, Toolchain
-    from ..train.eviction_policy import EvictionPolicy, PolicyFileError
-    from ..train.eviction_trainer import EvictionTrainConfig, EvictionTrainError, train_eviction
+    from ..problems.eviction.policy import EvictionPolicy, PolicyFileError
+    from ..problems.eviction.trainer import EvictionTrainConfig, EvictionTrainError, train_eviction
 
     for bad, why in ((args.algo != "es", f"--algo {args.algo}: regalloc-eviction trains with ES only"),
                      (args.ray is not None, "--ray: regalloc-eviction trains on this machine only"),
@@ -252,9 +252,9 @@ def _ray_compiles(args: argparse.Namespace) -> Any:
 
 
 def run_search_cmd(args: argparse.Namespace) -> int:
-    from ..train.learn_from_search import learn_from_search
+    from ..problems.inlining.learn_from_search import learn_from_search
     from ..train.run_folder import RunSetupError
-    from ..train.search import SearchConfig
+    from ..problems.inlining.search import SearchConfig
 
     problem = problem_flag.checked(args, "train search")
     if args.tries < 0 or args.flip_weight < 0 or args.tested_weight < 0 or args.epochs < 1:

@@ -37,7 +37,7 @@ def add_parser(ts: argparse._SubParsersAction, run_options: Any) -> None:
 
 
 def run_room(args: argparse.Namespace) -> int:
-    from ..train.room_recipe import measure_room
+    from ..problems.inlining.room_recipe import measure_room
     from ..train.run_folder import RunSetupError
     from .train import parse_hidden, progress_stage
 

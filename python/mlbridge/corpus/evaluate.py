@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Union
 
 from ..core.ended import how_it_ended
-from ..problems import DEFAULT, Problem, ProblemError, resolve
+from ..problems import DEFAULT, IllegalAnswer, Problem, ProblemError, resolve
 from .compile import (CompileOptions, CompiledModule, Policy, Toolchain, cc1_args, command_for, compile_module,
                       _last_lines)
 from .elf import ElfError
@@ -621,7 +621,6 @@ def _measure_error(exc: Exception) -> str:
     it (CompilerFailed and the scorer's errors are one line), a policy's
     unusable answer, or what a policy raised."""
     from ..core.errors import MLBridgeError
-    from ..problems.regalloc_eviction import IllegalAnswer
     if isinstance(exc, IllegalAnswer):
         return f"the Python policy's answer cannot be used: {exc}"
     if isinstance(exc, MLBridgeError):

@@ -43,7 +43,7 @@ from .layout import Corpus, CorpusError, Module
 from .programs import Program
 from ..core.ended import how_it_ended
 from ..problems import Problem, get as get_problem
-from ..problems.inlining_size import PIPE_DECISION_TIMEOUT_MS
+from ..problems.inlining.problem import PIPE_DECISION_TIMEOUT_MS
 
 #: whole-program settings are inlining-size's only (its plugin runs in the linker too)
 _INLINING = get_problem("inlining-size")

@@ -14,7 +14,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Dict, FrozenSet, List, Optional, Protocol, Sequence, Tuple
 
-from ..core.errors import ArgumentError
+from ..core.errors import ArgumentError, MLBridgeError
 from ..core.spec import TensorSpec
 
 #: the commands that take ``--problem`` (what Problem.commands names)
@@ -24,6 +24,12 @@ COMMANDS = ("corpus evaluate", "train run", "train search", "train report", "log
 class ProblemError(ArgumentError):
     """A problem asked for what it cannot do (a command, a setting, a kind of
     policy), or one that does not exist; ``{arg}`` is the argument at fault."""
+
+
+class IllegalAnswer(MLBridgeError):
+    """The policy's answer cannot be used: not the problem's answer (its shape,
+    its type) or one the compiler must not act on (e.g. an eviction candidate
+    whose ``mask`` is 0). A failure of the policy, never scored as the baseline."""
 
 
 class PolicyLike(Protocol):
@@ -83,8 +89,8 @@ class Problem(ABC):
     compiles_to: ClassVar[str] = "object"
     #: what measure() or measure_ir() counts, for reports
     unit: ClassVar[str] = ".text bytes"
-    #: who trains it (``train run``): "size", the recipes of train/recipe.py (ES or PPO
-    #: over compiled objects or linked programs); "eviction", train/eviction_trainer.py
+    #: who trains it (``train run``): "size", problems/inlining/recipe.py (ES or PPO
+    #: over compiled objects or linked programs); "eviction", problems/eviction/trainer.py
     trainer: ClassVar[str] = "size"
 
     @property

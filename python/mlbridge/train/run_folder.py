@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import warnings
-from types import SimpleNamespace
 from typing import Any, Callable, Dict, List, Optional, Union
 
 import numpy as np
@@ -17,7 +16,6 @@ from ..core.errors import ArgumentError, MLBridgeError
 from ..problems import DEFAULT, Problem, ProblemError, resolve
 from .policy import MLPPolicy
 from .report import history_problem
-from .size_trainer import SizeTrainer, TrainConfig, read_history
 
 
 class RunSetupError(MLBridgeError):
@@ -71,7 +69,7 @@ def policy_problem(pol: MLPPolicy, problem: Union[str, Problem] = DEFAULT) -> Op
     return None
 
 
-def _quietly(fn: Callable[[], Any]) -> Any:
+def quietly(fn: Callable[[], Any]) -> Any:
     """``fn()`` without numpy's warnings (1e308 cast to float32: judged by policy_problem)."""
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
@@ -81,7 +79,7 @@ def _quietly(fn: Callable[[], Any]) -> Any:
 def load_policy_file(path: str, argument: str, problem: Union[str, Problem] = DEFAULT) -> MLPPolicy:
     """The policy of PROBLEM in PATH (given as ``argument``), checked; RunArgumentError otherwise."""
     try:
-        pol = _quietly(lambda: MLPPolicy.load(path))
+        pol = quietly(lambda: MLPPolicy.load(path))
         what = policy_problem(pol, problem)
     except Exception as exc:   # whatever the file holds: one line, not a traceback
         what = reason(exc)
@@ -93,40 +91,6 @@ def load_policy_file(path: str, argument: str, problem: Union[str, Problem] = DE
 def check_run_folder(out: str) -> None:
     if os.path.lexists(out) and not os.path.isdir(out):
         raise RunArgumentError("out", f"{out}: exists and is not a folder ({{arg}} names the run folder)")
-
-
-def check_checkpoint(out: str, cfg: TrainConfig, problem: Union[str, Problem] = DEFAULT) -> bool:
-    """Whether OUT holds a checkpoint (state.json) to resume from. It is read
-    here, before any compile, by the very code that resumes from it
-    (``SizeTrainer._resume``) and checked for what the trainer assumes."""
-    path = os.path.join(out, "state.json")
-    if not os.path.lexists(path):
-        return False
-    if not os.path.isfile(path):   # a folder, a dangling link, a pipe (reading it would wait forever)
-        raise RunSetupError(f"{path}: damaged checkpoint (not a regular file); left as it is: restore it, or move "
-                            "it away to start a new run")
-    probe: Any = SimpleNamespace(state_path=path, cfg=cfg)
-    try:
-        _quietly(lambda: SizeTrainer._resume(probe))
-        pol = probe.policy
-        pol_problem = policy_problem(pol, problem)
-        if pol_problem is not None:
-            problem = f"its policy: {pol_problem}"
-        elif probe.es is not None and not (np.isfinite(probe.es.mean).all() and np.isfinite(probe.es.m).all()
-                                           and np.isfinite(probe.es.v).all()):
-            problem = "its ES state holds numbers that are not finite"
-        elif (probe.es is None) == (probe.ppo is None):
-            problem = "it holds neither an ES nor a PPO state" if probe.es is None else "it holds an ES and a PPO state"
-        elif probe.es is not None and probe.es.mean.size != pol.params.size:
-            problem = f"its ES state has {probe.es.mean.size} parameters, its policy {pol.params.size}"
-        elif probe.step < 0 or probe.total_compiles < 0:
-            problem = "negative step or compile count"
-        else:
-            return True
-    except Exception as exc:   # whatever the resume code raises on this file
-        problem = reason(exc)
-    raise RunSetupError(f"{path}: damaged checkpoint ({problem}); left as it is: restore it, or move it away "
-                        "to start a new run")
 
 
 def checked_history(run_dir: str) -> List[Dict[str, Any]]:
@@ -142,3 +106,12 @@ def checked_history(run_dir: str) -> List[Dict[str, Any]]:
     if problem is not None:
         raise RunSetupError(f"{path}: damaged history ({problem})")
     return history
+
+
+def read_history(out_dir: str) -> List[Dict[str, Any]]:
+    """OUT_DIR/history.jsonl, one record per step as the trainer wrote it ([] before the first)."""
+    path = os.path.join(out_dir, "history.jsonl")
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]

@@ -10,7 +10,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 from ..corpus.compile import CompileSetupError, Policy, Toolchain
 from ..corpus.layout import Corpus, CorpusError, load
 from ..problems import DEFAULT, Problem
-from .recipe import Stage, no_progress
+from .stage import Stage, no_progress
 from .report import write_report
 from .run_folder import RunSetupError, checked_history, problem_for, setup_error
 

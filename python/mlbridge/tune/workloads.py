@@ -1,7 +1,7 @@
 """Programs with workloads, as corpora the tuner takes: the wrong-code check.
 
 A tuned build must print what the -Oz build prints. The programs that have a
-workload and a known output are the speed check's (train/speed_check.py: the
+workload and a known output are the speed check's (benchmark/speed_check.py: the
 lz4, zstd and brotli codecs and three kernels, each with its reference output);
 ``benchmark_corpus`` builds one of them the way a user's build would be made a
 corpus (``clang-19 -Oz -c -Xclang -fembed-bitcode=all``, then ``corpus extract``),
@@ -24,7 +24,7 @@ from ..core.ended import how_it_ended
 from ..core.errors import MLBridgeError
 from ..corpus.extract import extract, sources_from_compile_commands
 from ..corpus.programs import Program, write_programs
-from ..train.speed_check import Benchmark
+from ..benchmark.speed_check import Benchmark
 
 COMPILE_TIMEOUT = 600.0
 

@@ -16,7 +16,7 @@ from conftest import PLUGIN, ROOT, demo_lib
 from mlbridge.corpus import layout  # noqa: E402
 from mlbridge.corpus.compile import CompileOptions, Policy, compile_module  # noqa: E402
 from mlbridge.corpus.settings import Setting  # noqa: E402
-from mlbridge.train.room import RoomSearch, read_trace  # noqa: E402
+from mlbridge.problems.inlining.room import RoomSearch, read_trace  # noqa: E402
 
 LIB = demo_lib()
 

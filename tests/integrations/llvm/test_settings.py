@@ -134,7 +134,7 @@ def test_thinlto_training_logs_and_trace_per_backend(corpus, toolchain, tmp_path
     """{module} in the training log's path gives each backend its own log
     (LLVM's format, readable), and the trace's lines from parallel backends
     stay whole: one line per question, as many as the backends asked."""
-    from mlbridge.train.logged_compile import read_decisions
+    from mlbridge.problems.inlining.logged_compile import read_decisions
     c = layout.load(corpus)
     callees = tmp_path / "callees.txt"
     callees.write_text("*\t0\n")
@@ -337,7 +337,7 @@ def test_es_training_in_lto_beats_its_start_and_resumes(corpus, toolchain, tmp_p
     from mlbridge.corpus.settings import program_units
     from mlbridge.llvm.inliner_features import FEATURES
     from mlbridge.train.policy import MLPPolicy
-    from mlbridge.train.size_trainer import SizeTrainer, TrainConfig
+    from mlbridge.problems.inlining.size_trainer import SizeTrainer, TrainConfig
     c = layout.load(corpus)
     units = program_units(c, Setting("lto"))
     ev = evaluate(c, Policy.parse("oz"), toolchain, jobs=2, setting=Setting("lto"))

@@ -22,7 +22,7 @@ from mlbridge.corpus.compile import Toolchain  # noqa: E402
 from mlbridge.corpus.evaluate import oz_sizes  # noqa: E402
 from mlbridge.llvm.inliner_features import FEATURES  # noqa: E402
 from mlbridge.train.policy import MLPPolicy  # noqa: E402
-from mlbridge.train.size_trainer import SizeTrainer, TrainConfig  # noqa: E402
+from mlbridge.problems.inlining.size_trainer import SizeTrainer, TrainConfig  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -104,7 +104,7 @@ def test_cli_user_errors_are_one_line(tmp_path):
 
 def test_imitation_of_oz_starts_close_to_oz(corpus, tmp_path):
     from mlbridge.train.imitation import fit_imitation
-    from mlbridge.train.oz_teacher import collect_oz_decisions
+    from mlbridge.problems.inlining.oz_teacher import collect_oz_decisions
     tc = Toolchain.find(plugin=PLUGIN, need_plugin=True)
     c = layout.load(corpus)
     raw, labels = collect_oz_decisions(c.modules, tc, jobs=2)
@@ -126,7 +126,7 @@ def test_imitation_of_oz_starts_close_to_oz(corpus, tmp_path):
 # ---- learning from search: the plugin's -mlbridge-inline-flip and train/search.py ----
 
 def _module_with_queries(c, tc, work, least: int = 4):
-    from mlbridge.train.search import compile_with_flips
+    from mlbridge.problems.inlining.search import compile_with_flips
     for m in c.modules:
         r, t = compile_with_flips(m, [], tc, work)
         if r.ok and t is not None and len(t.decision) >= least:
@@ -135,7 +135,7 @@ def _module_with_queries(c, tc, work, least: int = 4):
 
 
 def test_flip_inverts_the_stock_answer_at_the_listed_queries_only(corpus, tmp_path):
-    from mlbridge.train.search import compile_with_flips
+    from mlbridge.problems.inlining.search import compile_with_flips
     tc = Toolchain.find(plugin=PLUGIN, need_plugin=True)
     c = layout.load(corpus)
     base = oz_sizes(c, tc, jobs=2, cache=None)
@@ -167,7 +167,7 @@ def test_a_malformed_flip_list_is_a_warning_and_the_stock_inliner(corpus, tmp_pa
 
 
 def test_flips_invert_a_models_answers_too(corpus, tmp_path):
-    from mlbridge.train.search import compile_with_flips
+    from mlbridge.problems.inlining.search import compile_with_flips
     tc = Toolchain.find(plugin=PLUGIN, need_plugin=True)
     c = layout.load(corpus)
     model = str(tmp_path / "p.onnx")
@@ -181,7 +181,7 @@ def test_flips_invert_a_models_answers_too(corpus, tmp_path):
 
 def test_flip_search_finds_no_larger_modules_reproduces_and_resumes(corpus, tmp_path):
     from mlbridge.train.imitation import fit_imitation
-    from mlbridge.train.search import SearchConfig, compile_with_flips, run_search, search_dataset
+    from mlbridge.problems.inlining.search import SearchConfig, compile_with_flips, run_search, search_dataset
     tc = Toolchain.find(plugin=PLUGIN, need_plugin=True)
     c = layout.load(corpus)
     base = oz_sizes(c, tc, jobs=2, cache=None)
@@ -228,7 +228,7 @@ def test_train_search_cli_fits_a_policy_and_reports(corpus, tmp_path):
 
 
 def test_proposed_flips_come_first_and_stay_within_the_tries(corpus, tmp_path):
-    from mlbridge.train.search import compile_with_flips, search_module
+    from mlbridge.problems.inlining.search import compile_with_flips, search_module
     tc = Toolchain.find(plugin=PLUGIN, need_plugin=True)
     c = layout.load(corpus)
     m, r0, t0 = _module_with_queries(c, tc, str(tmp_path))
@@ -247,7 +247,7 @@ def test_proposed_flips_come_first_and_stay_within_the_tries(corpus, tmp_path):
 
 
 def test_a_module_whose_compile_fails_is_a_failed_result_and_the_search_goes_on(corpus, tmp_path):
-    from mlbridge.train.search import SearchConfig, run_search, search_dataset
+    from mlbridge.problems.inlining.search import SearchConfig, run_search, search_dataset
     tc = Toolchain.find(plugin=PLUGIN, need_plugin=True)
     c = layout.load(corpus)
     root = str(tmp_path / "s")
@@ -263,7 +263,7 @@ def test_a_module_whose_compile_fails_is_a_failed_result_and_the_search_goes_on(
 
 def test_an_unreadable_saved_result_is_searched_again(corpus, tmp_path):
     import glob
-    from mlbridge.train.search import SearchConfig, run_search
+    from mlbridge.problems.inlining.search import SearchConfig, run_search
     tc = Toolchain.find(plugin=PLUGIN, need_plugin=True)
     c = layout.load(corpus)
     root = str(tmp_path / "s")

@@ -26,7 +26,7 @@ import pytest
 from conftest import PLUGIN, ROOT, run
 
 from mlbridge.corpus.compile import Toolchain
-from mlbridge.train.speed_check import kernel_benchmarks
+from mlbridge.benchmark.speed_check import kernel_benchmarks
 from mlbridge.tune import TuneError, TuneOptions, flags, read, tune
 from mlbridge.tune.workloads import benchmark_corpus, build_with, check_command
 

@@ -13,12 +13,10 @@ import pytest
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
 CORPUS = os.path.join(ROOT, "tests", "corpus")
-EXAMPLE = os.path.join(ROOT, "examples", "phase_ordering")
-for p in (os.path.join(ROOT, "python"), EXAMPLE):
-    if p not in sys.path:
-        sys.path.insert(0, p)
+if os.path.join(ROOT, "python") not in sys.path:
+    sys.path.insert(0, os.path.join(ROOT, "python"))
 
-import poset  # noqa: E402
+from mlbridge.problems.phase_ordering import poset  # noqa: E402
 
 PLUGIN = os.environ.get("MLBRIDGE_LLVM_PLUGIN", "")
 if not (PLUGIN and os.path.exists(PLUGIN)):

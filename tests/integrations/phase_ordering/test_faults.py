@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import mlbridge
-import poset
+from mlbridge.problems.phase_ordering import poset
 from conftest import HERE, WARNING, body, po_cmd, reference, run, traced_actions, verifies
 
 PEER = os.path.join(HERE, "peer.py")

@@ -9,7 +9,7 @@ import subprocess
 import numpy as np
 import pytest
 
-import poset
+from mlbridge.problems.phase_ordering import poset
 from conftest import (PIPELINES, body, po_cmd, reference, run, traced_actions, verifies)
 
 SEQUENCE = [0, 10, 3, 1]   # sroa, ipsccp/globals, inline+simplify, instcombine

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import mlbridge
-import poset
+from mlbridge.problems.phase_ordering import poset
 from conftest import body, po_cmd, reference, traced_actions, traced_instructions, verifies
 
 SEQUENCE = [0, 3, 10, 1, 8]

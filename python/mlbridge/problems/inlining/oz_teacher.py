@@ -12,9 +12,9 @@ from typing import Callable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..corpus.compile import CompiledModule, Toolchain
-from ..corpus.layout import Module
-from ..llvm.inliner_features import FEATURES
+from ...corpus.compile import CompiledModule, Toolchain
+from ...corpus.layout import Module
+from ...llvm.inliner_features import FEATURES
 from .logged_compile import LoggedDecisions, compile_with_flips
 
 

@@ -1,6 +1,8 @@
-"""Shared pieces of the phase-ordering example and its tests: the model
-contract of the ``mlbridge-phase-order`` pass, the commands around it, the
-.text size measurement, and the ONNX export of a linear policy.
+"""The POSET-RL way of phase ordering: the ``mlbridge-phase-order`` pass in
+``opt-19``, where a model picks one pass subsequence per step. Its model
+contract, the commands around it, the .text size measurement, and the ONNX
+export of a linear policy; examples/phase_ordering/train.py trains one and
+tests/integrations/phase_ordering/ test the pass with them.
 
 The contract (docs/phase-ordering.md): features ``module_features`` int64
 [32] and ``step`` int64 [1]; advice ``action`` int64 [1], an index into the
@@ -11,13 +13,14 @@ from __future__ import annotations
 import os
 import subprocess
 import tempfile
-from typing import List, Optional, Sequence
+from typing import List, Sequence
 
 import numpy as np
 
-from mlbridge import llvm as mllvm
+from ...llvm.interactive import tool as llvm_tool
+from .problem import MODULE_FEATURES
 
-NUM_FEATURES = 32
+NUM_FEATURES = MODULE_FEATURES
 NUM_ACTIONS = 15
 FEATURES = "module_features"
 STEP = "step"
@@ -40,16 +43,7 @@ def tool(name: str) -> str:
     d = os.environ.get("MLBRIDGE_LLVM_TOOLS_DIR")
     if d and os.path.exists(os.path.join(d, name)):
         return os.path.join(d, name)
-    return mllvm.tool(name)
-
-
-def plugin_path(explicit: Optional[str] = None) -> str:
-    """The mlbridge LLVM plugin: explicit, $MLBRIDGE_LLVM_PLUGIN, or build/libMLBridgeLLVM.so."""
-    for p in (explicit, os.environ.get("MLBRIDGE_LLVM_PLUGIN"),
-              os.path.join(os.path.dirname(__file__), "..", "..", "build", "libMLBridgeLLVM.so")):
-        if p and os.path.exists(p):
-            return os.path.abspath(p)
-    raise FileNotFoundError("libMLBridgeLLVM.so not found: pass --plugin or set MLBRIDGE_LLVM_PLUGIN")
+    return llvm_tool(name)
 
 
 def unoptimized_ir(c_file: str, out_ll: str) -> str:

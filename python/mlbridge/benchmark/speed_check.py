@@ -15,7 +15,7 @@ depend on the machine's load. Native CPU time is measured too, over repeated
 runs with a 95 % confidence interval, and ``perf stat`` cycles where the machine
 has hardware counters (:func:`perf_cycles_available`).
 
-    from mlbridge.train.speed_check import real_benchmarks, speed_check
+    from mlbridge.benchmark.speed_check import real_benchmarks, speed_check
     result = speed_check(real_benchmarks(), policy)      # policy(obs) -> index_to_evict
     print(result.table()); result.as_dict()
 
@@ -299,7 +299,7 @@ def _run_tool(cmd: List[str], what: str, timeout: float, cwd: Optional[str] = No
 
 # ---- the policy -------------------------------------------------------------------
 def _problem_features() -> Dict[str, Tuple[int, ...]]:
-    from ..problems.regalloc_eviction import RegallocEviction
+    from ..problems.eviction.problem import RegallocEviction
     return {s.name: tuple(s.shape) for s in RegallocEviction.features}
 
 

@@ -30,10 +30,10 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..core.errors import MLBridgeError
-from ..core.files import write_json_atomic
-from .es import ES
-from .eviction_policy import PHI, SCALE, EvictionPolicy, export_onnx, warm_start
+from ...core.errors import MLBridgeError
+from ...core.files import write_json_atomic
+from ...train.es import ES
+from .policy import PHI, SCALE, EvictionPolicy, export_onnx, warm_start
 
 STATE_FORMAT = "mlbridge-eviction-es/1"
 FAILED_REWARD = -1.0   # a module llc failed on under a candidate: scored as twice the default's score
@@ -82,7 +82,7 @@ def read_state(run_dir: str) -> Optional[Dict[str, Any]]:
 
 
 def _eval_split_refusal(corpus: Any) -> Optional[str]:
-    from ..corpus.recipes import recipes
+    from ...corpus.recipes import recipes
     name = os.path.basename(os.path.normpath(corpus.root))
     r = recipes().get(name)
     if r is not None and getattr(r, "split", "train") == "eval":
@@ -105,7 +105,7 @@ def prepare_modules(run_dir: str, corpora: Sequence[Any], cfg: EvictionTrainConf
                 return kept
         except (OSError, ValueError, KeyError, TypeError):
             pass
-    from ..corpus.compile import CompileOptions, Policy, cc1_args, command_for
+    from ...corpus.compile import CompileOptions, Policy, cc1_args, command_for
     for c in corpora:
         why = _eval_split_refusal(c)
         if why:
@@ -166,7 +166,7 @@ def fitness(weights: Sequence[np.ndarray], modules: Sequence[Dict[str, Any]], *,
     alone (its score as twice the default's), so one bad candidate does not end the
     generation; when every candidate fails somewhere (llc itself is broken), the
     first failure is raised as EvictionTrainError."""
-    from ..llvm.interactive import CompilerFailed
+    from ...llvm.interactive import CompilerFailed
     tools = {"llc": llc}
     jobs_list = [(i, m) for i in range(len(weights)) for m in modules]
 

@@ -39,7 +39,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 import numpy as np
 
-from ..core.files import replace_when_complete, write_json_atomic
+from ...core.files import replace_when_complete, write_json_atomic
 
 CANDIDATES = 33
 SELF = CANDIDATES - 1

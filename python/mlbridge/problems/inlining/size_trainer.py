@@ -29,14 +29,14 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..corpus.compile import CompileOptions, CompiledModule, Policy, Toolchain
-from ..core.files import write_json_atomic
-from ..corpus.layout import Corpus, Module
-from ..problems import get as get_problem
-from .compiles import LocalCompiles
-from .es import ES
-from .policy import MLPPolicy
-from .ppo import PPO, SampledDecisions, SamplingPolicy
+from ...corpus.compile import CompileOptions, CompiledModule, Policy, Toolchain
+from ...core.files import write_json_atomic
+from ...corpus.layout import Corpus, Module
+from .. import get as get_problem
+from ...train.compiles import LocalCompiles
+from ...train.es import ES
+from ...train.policy import MLPPolicy
+from ...train.ppo import PPO, SampledDecisions, SamplingPolicy
 
 @dataclass
 class TrainConfig:
@@ -289,14 +289,6 @@ class SizeTrainer:
                 self.progress(rec)
         return {"steps": self.step, "best_train_total_reward": self.best_reward, "elapsed_s": self.elapsed,
                 "compiles": self.total_compiles, "last_eval": {k: v for k, v in last_eval.items() if k != "modules"}}
-
-
-def read_history(out_dir: str) -> List[Dict[str, Any]]:
-    path = os.path.join(out_dir, "history.jsonl")
-    if not os.path.exists(path):
-        return []
-    with open(path) as f:
-        return [json.loads(line) for line in f if line.strip()]
 
 
 def corpus_modules(corpora: Sequence[Corpus]) -> List[Module]:

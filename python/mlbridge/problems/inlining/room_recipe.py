@@ -15,17 +15,17 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..core.files import write_json_atomic
-from ..corpus.compile import CompileOptions, CompileSetupError, Toolchain
-from ..corpus.layout import CorpusError, load
-from ..corpus.programs import load_programs
-from ..corpus.settings import Setting, find_lld
-from ..problems import get as get_problem
-from .imitation import fit_imitation
-from .policy import MLPPolicy
-from .recipe import Stage, no_progress
+from ...core.files import write_json_atomic
+from ...corpus.compile import CompileOptions, CompileSetupError, Toolchain
+from ...corpus.layout import CorpusError, load
+from ...corpus.programs import load_programs
+from ...corpus.settings import Setting, find_lld
+from .. import get as get_problem
+from ...train.imitation import fit_imitation
+from ...train.policy import MLPPolicy
+from ...train.stage import Stage, no_progress
 from .room import RoomError, RoomSearch, room_row
-from .run_folder import RunArgumentError, setup_error
+from ...train.run_folder import RunArgumentError, setup_error
 
 #: where searches start: -Oz's decisions, or no call inlined
 STARTS = ("oz", "never")

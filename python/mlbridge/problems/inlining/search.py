@@ -39,9 +39,9 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..corpus.compile import Toolchain
-from ..corpus.layout import Module
-from ..llvm.inliner_features import FEATURES
+from ...corpus.compile import Toolchain
+from ...corpus.layout import Module
+from ...llvm.inliner_features import FEATURES
 from .logged_compile import LoggedDecisions, compile_with_flips
 
 
@@ -200,7 +200,7 @@ def _proposer(cfg: SearchConfig) -> Optional[Callable[[LoggedDecisions], np.ndar
     """--propose: where that policy disagrees with the decisions taken; --around
     alone: each of the policy's own departures from -Oz (checked in context)."""
     if cfg.propose:
-        from .policy import MLPPolicy
+        from ...train.policy import MLPPolicy
         pol = MLPPolicy.load(cfg.propose)
         return lambda t: (pol.scores(pol.inputs(t.x)) > 0) != (t.decision > 0)
     if cfg.around:
@@ -232,7 +232,7 @@ def run_search(root: str, modules: Sequence[Module], toolchain: Toolchain, cfg: 
     try:
         model = None
         if cfg.around:
-            from .policy import MLPPolicy
+            from ...train.policy import MLPPolicy
             model = MLPPolicy.load(cfg.around).export_onnx(os.path.join(work, "around.onnx"))
 
         def one(m: Module) -> Optional[ModuleSearch]:

@@ -14,13 +14,13 @@ from typing import Any, Dict, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from ..corpus.compile import CompileSetupError, Policy, Toolchain
-from ..corpus.layout import Corpus
-from ..problems import DEFAULT, Problem
-from .imitation import fit_imitation
-from .policy import MLPPolicy
-from .recipe import Stage, no_progress
-from .run_folder import RunArgumentError, RunSetupError, load_policy_file, problem_for, setup_error
+from ...corpus.compile import CompileSetupError, Policy, Toolchain
+from ...corpus.layout import Corpus
+from .. import DEFAULT, Problem
+from ...train.imitation import fit_imitation
+from ...train.policy import MLPPolicy
+from ...train.stage import Stage, no_progress
+from ...train.run_folder import RunArgumentError, RunSetupError, load_policy_file, problem_for, setup_error
 from .search import ModuleSearch, SearchConfig, best_searches, run_search, search_dataset
 from .size_trainer import corpus_modules
 
@@ -77,7 +77,7 @@ def learn_from_search(out: str, corpora: Sequence[Corpus], cfg: SearchConfig, *,
     pol.export_onnx(os.path.join(out, "policy.onnx"))
     summary["policy"] = os.path.join(out, "policy.onnx")
     if score:
-        from ..corpus.evaluate import BaselineCache, default_cache_dir, evaluate
+        from ...corpus.evaluate import BaselineCache, default_cache_dir, evaluate
         model = os.path.abspath(summary["policy"])
         oz_total = pol_total = failures = 0
         for c in corpora:

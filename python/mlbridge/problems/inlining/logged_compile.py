@@ -14,11 +14,11 @@ from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..corpus.compile import CompileOptions, CompiledModule, Policy, Toolchain, compile_module, plugin_args
-from ..corpus.layout import Module
-from ..corpus.training_logs import training_log_args
-from ..llvm.inliner_features import DEFAULT_DECISION, FEATURES
-from ..llvm.training_log import read_training_log
+from ...corpus.compile import CompileOptions, CompiledModule, Policy, Toolchain, compile_module, plugin_args
+from ...corpus.layout import Module
+from ...corpus.training_logs import training_log_args
+from ...llvm.inliner_features import DEFAULT_DECISION, FEATURES
+from ...llvm.training_log import read_training_log
 
 _OZ = Policy("oz", "oz")
 _DECISION = "inlining_decision"

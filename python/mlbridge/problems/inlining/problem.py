@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import List, Optional, Tuple
 
-from ..core.spec import TensorSpec
-from ..llvm.inliner_features import DECISION, FEATURES
-from .base import COMMANDS, Compiled, PolicyLike, Problem, ProblemError
+from ...core.spec import TensorSpec
+from ...llvm.inliner_features import DECISION, FEATURES
+from ..base import COMMANDS, Compiled, PolicyLike, Problem, ProblemError
 
 #: the plugin's bound on each remote (pipe) decision, in ms
 PIPE_DECISION_TIMEOUT_MS = 10000

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from typing import List, Optional, Tuple
 
-from ..core.spec import TensorSpec
-from .base import Compiled, PolicyLike, Problem, ProblemError
+from ...core.spec import TensorSpec
+from ..base import Compiled, PolicyLike, Problem, ProblemError
 
 #: module_features' length (integrations/llvm/phase_ordering_features.cc)
 MODULE_FEATURES = 32

@@ -32,12 +32,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from ..core.errors import BAD_JSON, MLBridgeError
-from ..core.files import write_json_atomic
-from ..corpus.compile import CompileOptions, CompiledModule, Policy, Toolchain, compile_module
-from ..corpus.layout import Corpus
-from ..corpus.programs import Program
-from ..corpus.settings import Setting, build_program, link_program, opt_level
+from ...core.errors import BAD_JSON, MLBridgeError
+from ...core.files import write_json_atomic
+from ...corpus.compile import CompileOptions, CompiledModule, Policy, Toolchain, compile_module
+from ...corpus.layout import Corpus
+from ...corpus.programs import Program
+from ...corpus.settings import Setting, build_program, link_program, opt_level
 
 STATE_FORMAT = 1
 #: a trace larger than this is not read (a program asks far fewer questions)

@@ -1,4 +1,4 @@
-"""The recipe of ``mlbridge train run``: from corpora to a trained policy, where
+"""The recipe of ``mlbridge train run`` for the size trainer: from corpora to a trained policy, where
 it is deployed. In order: the run folder and what it resumes from are checked
 before any compile; the toolchain is found; the -Oz baseline is measured (per
 module, or per program in a whole-program setting); a new run starts from an
@@ -6,47 +6,69 @@ imitation of -Oz (its training logs), zeros, or a policy file; then the trainer
 runs (resuming when the folder holds a checkpoint).
 
 Everything that stops the run before training is a :class:`RunSetupError`
-(``run_folder.py``); progress is reported through callbacks, so the library
+(``train/run_folder.py``); progress is reported through callbacks, so the library
 prints nothing."""
 from __future__ import annotations
 
 import os
-from contextlib import contextmanager
-from typing import Any, Callable, ContextManager, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+from types import SimpleNamespace
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
-from ..corpus.compile import CompileSetupError, Toolchain
-from ..corpus.layout import Corpus, CorpusError, Module
-from ..problems import DEFAULT, Problem
-from .policy import MLPPolicy
-from .run_folder import (RunArgumentError, RunSetupError, check_checkpoint, check_run_folder, load_policy_file,
-                         problem_for, setup_error)
+import numpy as np
+
+from ...corpus.compile import CompileSetupError, Toolchain
+from ...corpus.layout import Corpus, CorpusError, Module
+from .. import DEFAULT, Problem
+from ...train.policy import MLPPolicy
+from ...train.run_folder import (RunArgumentError, RunSetupError, check_run_folder, load_policy_file, policy_problem,
+                                 problem_for, quietly, reason, setup_error)
+from ...train.stage import Stage, no_progress
 from .size_trainer import SizeTrainer, StepRecord, TrainConfig, corpus_modules
 
 #: the starts a new run can take besides a policy file
 INITS = ("oz", "zero")
 
 
-class _Bar:
-    def update(self, n: int = 1, postfix: Optional[str] = None) -> None:
-        pass
-
-
-@contextmanager
-def no_progress(total: int, desc: str, unit: str) -> Iterator[_Bar]:
-    yield _Bar()
-
-
-#: ``stage(total, description, unit)`` -> a context manager yielding a bar with
-#: ``update(n, postfix=None)``: how a caller shows each stage's progress.
-Stage = Callable[[int, str, str], ContextManager[Any]]
+def check_checkpoint(out: str, cfg: TrainConfig, problem: Union[str, Problem] = DEFAULT) -> bool:
+    """Whether OUT holds a checkpoint (state.json) to resume from. It is read
+    here, before any compile, by the very code that resumes from it
+    (``SizeTrainer._resume``) and checked for what the trainer assumes."""
+    path = os.path.join(out, "state.json")
+    if not os.path.lexists(path):
+        return False
+    if not os.path.isfile(path):   # a folder, a dangling link, a pipe (reading it would wait forever)
+        raise RunSetupError(f"{path}: damaged checkpoint (not a regular file); left as it is: restore it, or move "
+                            "it away to start a new run")
+    probe: Any = SimpleNamespace(state_path=path, cfg=cfg)
+    try:
+        quietly(lambda: SizeTrainer._resume(probe))
+        pol = probe.policy
+        pol_problem = policy_problem(pol, problem)
+        if pol_problem is not None:
+            problem = f"its policy: {pol_problem}"
+        elif probe.es is not None and not (np.isfinite(probe.es.mean).all() and np.isfinite(probe.es.m).all()
+                                           and np.isfinite(probe.es.v).all()):
+            problem = "its ES state holds numbers that are not finite"
+        elif (probe.es is None) == (probe.ppo is None):
+            problem = "it holds neither an ES nor a PPO state" if probe.es is None else "it holds an ES and a PPO state"
+        elif probe.es is not None and probe.es.mean.size != pol.params.size:
+            problem = f"its ES state has {probe.es.mean.size} parameters, its policy {pol.params.size}"
+        elif probe.step < 0 or probe.total_compiles < 0:
+            problem = "negative step or compile count"
+        else:
+            return True
+    except Exception as exc:   # whatever the resume code raises on this file
+        problem = reason(exc)
+    raise RunSetupError(f"{path}: damaged checkpoint ({problem}); left as it is: restore it, or move it away "
+                        "to start a new run")
 
 
 def oz_baseline(corpora: Sequence[Corpus], modules: List[Module], toolchain: Toolchain, setting: str, *,
                 jobs: Optional[int] = None, stage: Stage = no_progress) -> Tuple[List[Any], Dict[str, int]]:
     """What training compiles, and its -Oz sizes: the modules, or in a
     whole-program setting each corpus's programs (their -Oz builds, cached)."""
-    from ..corpus.evaluate import OZ, BaselineCache, default_cache_dir, evaluate, oz_sizes
-    from ..corpus.settings import Setting, find_lld, program_units
+    from ...corpus.evaluate import OZ, BaselineCache, default_cache_dir, evaluate, oz_sizes
+    from ...corpus.settings import Setting, find_lld, program_units
     baseline: Dict[str, int] = {}
     if setting == "objects":
         with stage(len(modules), "-Oz baseline", "module") as bar:
@@ -73,7 +95,7 @@ def imitate_oz(modules: Sequence[Module], toolchain: Toolchain, cfg: TrainConfig
                stage: Stage = no_progress) -> Tuple[MLPPolicy, Dict[str, float]]:
     """A policy of PROBLEM fitted to the -Oz heuristic's decisions on MODULES
     (behavioral cloning), and the fit's figures (``samples``, ``accuracy``)."""
-    from .imitation import fit_imitation
+    from ...train.imitation import fit_imitation
     from .oz_teacher import collect_oz_decisions
     with stage(len(modules), "imitating -Oz", "module") as bar:
         raw, labels = collect_oz_decisions(modules, toolchain, jobs=cfg.jobs or None, on_done=lambda _: bar.update(1))

@@ -8,7 +8,8 @@ On a corpus (``mlbridge corpus evaluate --problem regalloc-eviction``) a module 
 compiled by clang-19 with its recorded command up to optimized bitcode, then by
 ``llc-19`` at the module's own -O level, relocation and code model to the end of
 register allocation, the policy answering over llc's interactive channel, and
-scored (``measure_ir``). Training and the speed check are issue 23's second part."""
+scored (``measure_ir``). Its policy and trainer are beside it (``policy.py``,
+``trainer.py``); the speed check is ``mlbridge.benchmark.speed_check``."""
 from __future__ import annotations
 
 import functools
@@ -19,10 +20,10 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..core.errors import MLBridgeError
-from ..core.session import direct_call
-from ..core.spec import TensorSpec
-from .base import Compiled, PolicyLike, Measured, Problem, ProblemError
+from ...core.errors import MLBridgeError
+from ...core.session import direct_call
+from ...core.spec import TensorSpec
+from ..base import Compiled, IllegalAnswer, PolicyLike, Measured, Problem, ProblemError
 
 #: candidates per question: 32 live ranges that may be evicted, then the one being allocated
 CANDIDATES = 33
@@ -45,11 +46,11 @@ class RegallocEviction(Problem):
     settings = ("objects",)
     commands = frozenset({"corpus evaluate", "train run"})
     refusal = ("`mlbridge corpus evaluate` scores it and `mlbridge train run` trains it with its own ES "
-               "(train/eviction_trainer.py); the other commands and the inliner's recipes are not for it")
+               "(problems/eviction/trainer.py); the other commands and the inliner's recipes are not for it")
     in_plugin = False
     compiles_to = "ir"
     unit = "register-allocation score"
-    trainer = "eviction"   # its own ES (train/eviction_trainer.py), not the size recipes
+    trainer = "eviction"   # its own ES (problems/eviction/trainer.py), not the size recipes
 
     def policy_options(self, policy: PolicyLike) -> List[str]:
         if policy.kind != "python":
@@ -71,7 +72,7 @@ class RegallocEviction(Problem):
         eviction (None: the default advisor): llc-19 up to the end of register
         allocation, scored by ``mlbridge.llvm.regalloc_score.score_module``."""
         try:
-            from ..llvm.regalloc_score import score_module
+            from ...llvm.regalloc_score import score_module
         except ImportError:
             raise ProblemError("problem", f"{{arg}} {self.name}: its register-allocation score "
                                "(mlbridge.llvm.regalloc_score.score_module) is not available") from None
@@ -105,7 +106,7 @@ class RegallocEviction(Problem):
 
     def codegen_command(self, ir_path: str, args: Sequence[str], *, llc: str, policy: bool) -> str:
         """The llc command measure_ir runs (a shell line; a policy's channel as {base})."""
-        from ..llvm.regalloc_score import SCORE_ARGS, score_command
+        from ...llvm.regalloc_score import SCORE_ARGS, score_command
         if not policy:
             return shlex.join(score_command(ir_path, "OUT.mir", llc=llc, extra_args=args))
         return shlex.join([llc, "-regalloc=greedy", "-regalloc-enable-advisor=release",
@@ -124,8 +125,8 @@ class RegallocEviction(Problem):
         checked: legal_answers), scored by regalloc_score.score_module. Raises
         CompilerFailed (llc failed, died, timed out), IllegalAnswer, or what
         the policy raised."""
-        from ..llvm.interactive import CompilerFailed
-        from ..llvm.regalloc_score import score_module
+        from ...llvm.interactive import CompilerFailed
+        from ...llvm.regalloc_score import score_module
         checked = None if policy is None else legal_answers(policy)
         try:
             s = score_module(ir_path, llc=tools["llc"], extra_args=self.codegen_args(recorded), policy=checked,
@@ -142,16 +143,12 @@ class RegallocEviction(Problem):
 @functools.lru_cache(maxsize=1)
 def _scorer_digest() -> str:
     """The scorer's source hashed once a process, not once per module scored."""
-    from ..llvm import regalloc_score
+    from ...llvm import regalloc_score
     with open(regalloc_score.__file__, "rb") as f:
         return hashlib.sha256(f.read()).hexdigest()
 
 
 _OPT_LEVEL = re.compile(r"^-O(\d+|s|z|g|fast)?$")
-
-
-class IllegalAnswer(MLBridgeError):
-    """A policy answered what LLVM cannot use: not one index, or a candidate whose ``mask`` is 0."""
 
 
 class PolicyRefused(MLBridgeError):
