@@ -332,8 +332,9 @@ def test_build_program_passes_the_recorded_opt_level_and_sums_decisions(mini, tc
         open(path, "wb").close()
         return CompiledModule(m.name, ok=True, decisions=2, capped=1, object_path=path)
 
-    def fake_link(program, made, policy, setting, folder, toolchain, options, opt, keep=False, extra_env=None):
-        seen.update(opt=opt, made=[os.path.basename(p) for p in made], env=extra_env, keep=keep)
+    def fake_link(program, made, policy, setting, folder, toolchain, options, opt, keep=False, extra_env=None,
+                  problem=None):
+        seen.update(opt=opt, made=[os.path.basename(p) for p in made], env=extra_env, keep=keep, problem=problem)
         return CompiledModule(program.name, ok=True, text_bytes=10, decisions=5, capped=3)
 
     monkeypatch.setattr(settings, "compile_module", fake_compile)
@@ -341,7 +342,8 @@ def test_build_program_passes_the_recorded_opt_level_and_sums_decisions(mini, tc
     onnx = Policy("onnx", "m.onnx", model="/m.onnx")
     r = settings.build_program(mini, TOOL, onnx, Setting("lto"), str(tmp_path), tc, CompileOptions(),
                                keep=True, link_env={"K": "v"})
-    assert seen == {"opt": "-Oz", "made": ["a.o.bc", "main.o.bc"], "env": {"K": "v"}, "keep": True}
+    assert seen == {"opt": "-Oz", "made": ["a.o.bc", "main.o.bc"], "env": {"K": "v"}, "keep": True,
+                    "problem": "inlining-size"}   # the linker's verdict is the problem's
     assert (r.decisions, r.capped) == (2 + 2 + 5, 1 + 1 + 3)
     assert leftovers(tmp_path / "tool.onnx") == []
     r = settings.build_program(mini, TOOL, OZ.with_linker(onnx), Setting("lto"), str(tmp_path), tc,

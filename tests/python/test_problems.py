@@ -188,6 +188,19 @@ def test_eviction_policies_answer_over_stock_llvms_channel(corpus):
     assert with_policy.text_bytes != default.text_bytes
 
 
+def test_only_a_problem_that_decides_in_the_linker_gives_its_environment():
+    """The linker's options are the problem's (corpus/settings.py asks it); the base refuses."""
+    onnx = Policy("onnx", "p.onnx", model="/m/p.onnx")
+    assert INLINING.linker_environment(onnx) == {"MLBRIDGE_INLINE_STATS": "1", "MLBRIDGE_INLINE_RUNNER": "onnx",
+                                                 "MLBRIDGE_INLINE_MODEL": "/m/p.onnx"}
+    with pytest.raises(ProblemError, match="--problem phase-ordering"):
+        INLINING.linker_environment(Policy.pipeline("function(sroa)"))
+    for other in (EVICTION, PHASES):
+        with pytest.raises(ProblemError, match="does not decide in the linker") as e:
+            other.linker_environment(Policy("python", "python:m:f", fn=len))
+        assert e.value.argument == "problem"
+
+
 def test_an_unusable_answer_is_the_problems_failure_not_evictions():
     from mlbridge.core.errors import MLBridgeError
     from mlbridge.problems.eviction import problem as eviction

@@ -20,9 +20,9 @@ call is inlined, so ``linked`` and ``lto`` show what ships; ``objects`` sums
 bytes that the link would drop (docs/training.md, "Where the room is").
 
 The plugin inside lld: lld parses ``-mllvm`` options before it loads plugins,
-so the runner is chosen with the plugin's ``MLBRIDGE_INLINE_*`` environment
-variables (docs/llvm-plugin.md). Its report lines are read back from the
-linker's stderr exactly as from clang's (the inlining problem's ``verdict``): a fallback or a
+so the problem says which environment puts its policy in charge there
+(``Problem.linker_environment``). Its report lines are read back from the
+linker's stderr exactly as from clang's (the problem's ``verdict``): a fallback or a
 plugin that never decided fails the program, never scores as ``-Oz``.
 """
 from __future__ import annotations
@@ -42,11 +42,7 @@ from .elf import ElfError, defined_dynamic_symbols, stored_sizes
 from .layout import Corpus, CorpusError, Module
 from .programs import Program
 from ..core.ended import how_it_ended
-from ..problems import Problem, get as get_problem
-from ..problems.inlining.problem import PIPE_DECISION_TIMEOUT_MS
-
-#: whole-program settings are inlining-size's only (its plugin runs in the linker too)
-_INLINING = get_problem("inlining-size")
+from ..problems import DEFAULT, Problem, resolve
 
 SETTINGS = ("objects", "linked", "lto", "thinlto")
 #: a link slower than this is reported as timed out (full LTO of a large C++ program)
@@ -121,10 +117,10 @@ def version_script(program: Program, path: str) -> str:
 
 
 def link_command(program: Program, inputs: Sequence[str], out: str, toolchain: Toolchain, setting: Setting,
-                 policy: Policy, opt: str, script: Optional[str], *, logged: bool = False
-                 ) -> Tuple[List[str], Dict[str, str]]:
+                 policy: Policy, opt: str, script: Optional[str], *, logged: bool = False,
+                 problem: Union[str, Problem] = DEFAULT) -> Tuple[List[str], Dict[str, str]]:
     """The clang driver line that links PROGRAM with lld, and the environment
-    that chooses the plugin's runner inside the linker (lto with a policy:
+    that puts PROBLEM's policy in charge inside the linker (lto with a policy:
     POLICY's linker part, Policy.in_linker). LOGGED: the linker writes a
     training log, so the plugin is loaded even for -Oz (its stock heuristic
     decides and is logged)."""
@@ -146,17 +142,10 @@ def link_command(program: Program, inputs: Sequence[str], out: str, toolchain: T
         if not toolchain.plugin:
             raise CompileSetupError(f"policy {policy.spec} needs the mlbridge LLVM plugin")
         cmd.append(f"-Wl,--load-pass-plugin={toolchain.plugin}")
-        env["MLBRIDGE_INLINE_STATS"] = "1"
-        if policy.kind == "onnx":
-            env.update(MLBRIDGE_INLINE_RUNNER="onnx", MLBRIDGE_INLINE_MODEL=str(policy.model))
-        elif policy.kind == "callees":
-            env["MLBRIDGE_INLINE_CALLEES"] = str(policy.model)
-        else:
-            env.update(MLBRIDGE_INLINE_RUNNER="pipe", MLBRIDGE_INLINE_CHANNEL="{base}",
-                       MLBRIDGE_INLINE_TIMEOUT_MS=str(PIPE_DECISION_TIMEOUT_MS))
-            if setting.name == "thinlto":
-                # one pair of pipes, one conversation at a time: one backend thread
-                cmd.append("-Wl,--thinlto-jobs=1")
+        env.update(resolve(problem).linker_environment(policy))
+        if policy.kind == "python" and setting.name == "thinlto":
+            # one pair of pipes, one conversation at a time: one backend thread
+            cmd.append("-Wl,--thinlto-jobs=1")
     cmd += list(inputs) + [f"-l{lib}" for lib in program.libs] + ["-o", out]
     return cmd, env
 
@@ -180,7 +169,7 @@ def _run(cmd: List[str], env: Dict[str, str], policy: Policy, timeout: float, cw
 def build_program(corpus: Corpus, program: Program, policy: Policy, setting: Setting, work: str,
                   toolchain: Toolchain, options: CompileOptions, *, tag: str = "",
                   keep: bool = False, link_env: Optional[Dict[str, str]] = None,
-                  problem: Union[str, Problem] = "inlining-size") -> CompiledModule:
+                  problem: Union[str, Problem] = DEFAULT) -> CompiledModule:
     """Compiles PROGRAM's modules under POLICY in SETTING, links them and measures
     the linked file's .text. Returns a CompiledModule named after the program
     (``ok=False`` with the reason when a member, the link or a check fails).
@@ -206,7 +195,7 @@ def build_program(corpus: Corpus, program: Program, policy: Policy, setting: Set
             decisions += r.decisions or 0
             capped += r.capped
         linked = link_program(program, made, policy, setting, folder, toolchain, options,
-                              opt_level(members[0]), keep=keep, extra_env=link_env)
+                              opt_level(members[0]), keep=keep, extra_env=link_env, problem=problem)
         if linked.decisions is not None or policy.uses_plugin or policy.in_linker.uses_plugin:
             linked.decisions = decisions + (linked.decisions or 0)
         linked.capped += capped
@@ -225,17 +214,20 @@ def build_program(corpus: Corpus, program: Program, policy: Policy, setting: Set
 
 def link_program(program: Program, inputs: Sequence[str], policy: Policy, setting: Setting, folder: str,
                  toolchain: Toolchain, options: CompileOptions, opt: str, *, keep: bool = False,
-                 extra_env: Optional[Dict[str, str]] = None) -> CompiledModule:
+                 extra_env: Optional[Dict[str, str]] = None, problem: Union[str, Problem] = DEFAULT
+                 ) -> CompiledModule:
     """Links INPUTS (the members' objects, or LTO bitcode) into FOLDER/NAME and
-    measures it; in lto the policy (its linker part) decides again in the linker. ``decisions``:
-    the linker's own. EXTRA_ENV: more of the linker's environment (a trace)."""
+    measures it; in lto the policy (its linker part) decides again in the linker,
+    judged by PROBLEM's verdict. ``decisions``: the linker's own. EXTRA_ENV: more
+    of the linker's environment (a trace)."""
+    problem = resolve(problem)
     res = CompiledModule(program.name, ok=False)
     start = time.monotonic()
     out = os.path.join(folder, program.name)
     try:
         script = version_script(program, os.path.join(folder, "exports.map")) if program.kind == "shared" else None
         cmd, env_add = link_command(program, inputs, out, toolchain, setting, policy, opt, script,
-                                    logged="MLBRIDGE_INLINE_TRAINING_LOG" in (extra_env or {}))
+                                    logged="MLBRIDGE_INLINE_TRAINING_LOG" in (extra_env or {}), problem=problem)
         env = dict(options.environ)
         env.update(env_add)
         env.update(extra_env or {})
@@ -252,8 +244,8 @@ def link_program(program: Program, inputs: Sequence[str], policy: Policy, settin
             res.error = f"the link {how_it_ended(rc)}: {_last_lines(stderr)}"
             return res
         if setting.lto:
-            res.error, res.decisions = _INLINING.verdict(stderr, policy.in_linker)
-            res.capped = _INLINING.capped(stderr)
+            res.error, res.decisions = problem.verdict(stderr, policy.in_linker)
+            res.capped = problem.capped(stderr)
             if res.error is not None:
                 res.error = f"in the linker: {res.error}"
                 return res

@@ -103,6 +103,13 @@ class Problem(ABC):
         charge of every decision; a ProblemError about ``policy`` if this
         problem cannot run that kind of policy."""
 
+    def linker_environment(self, policy: PolicyLike) -> Dict[str, str]:
+        """The environment that puts POLICY in charge inside the linker (LTO: the
+        plugin loaded into ld.lld, which parses -mllvm options before it loads
+        plugins, so it reads its options from the environment). A
+        ProblemError unless the problem decides in the linker."""
+        raise ProblemError("problem", f"{{arg}} {self.name}: its policy does not decide in the linker")
+
     @abstractmethod
     def verdict(self, stderr: str, policy: PolicyLike) -> Tuple[Optional[str], Optional[int]]:
         """From a compile's stderr: why its result is not POLICY's (None if it

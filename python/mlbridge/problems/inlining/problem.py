@@ -3,7 +3,7 @@ pipeline, the mlbridge plugin runs the policy, and the object's ``.text`` bytes
 are measured against -Oz's own heuristic (ml-compiler-opt's rl/inlining)."""
 from __future__ import annotations
 
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from ...core.spec import TensorSpec
 from ...llvm.inliner_features import DECISION, FEATURES
@@ -25,9 +25,7 @@ class InliningForSize(Problem):
     in_plugin = True
 
     def policy_options(self, policy: PolicyLike) -> List[str]:
-        if policy.kind in ("tuning", "pipeline"):
-            raise ProblemError("policy", f"{{arg}} {policy.spec}: a pass order decides phase ordering, not "
-                               "inlining: give --problem phase-ordering")
+        _refuse_pass_order(policy)
         if policy.kind == "onnx":
             opts = ["-mlbridge-inline-runner=onnx", f"-mlbridge-inline-model={policy.model}"]
         elif policy.kind == "callees":
@@ -37,6 +35,20 @@ class InliningForSize(Problem):
                     f"-mlbridge-inline-timeout-ms={PIPE_DECISION_TIMEOUT_MS}"]
         # the report line verdict() reads: without it a size is not the policy's
         return opts + ["-mlbridge-inline-stats"]
+
+    def linker_environment(self, policy: PolicyLike) -> Dict[str, str]:
+        """policy_options as the plugin's ``MLBRIDGE_INLINE_*`` variables (docs/llvm-plugin.md),
+        for the plugin inside ld.lld."""
+        _refuse_pass_order(policy)
+        env = {"MLBRIDGE_INLINE_STATS": "1"}   # the report verdict() reads, as in a compile
+        if policy.kind == "onnx":
+            env.update(MLBRIDGE_INLINE_RUNNER="onnx", MLBRIDGE_INLINE_MODEL=str(policy.model))
+        elif policy.kind == "callees":
+            env["MLBRIDGE_INLINE_CALLEES"] = str(policy.model)
+        else:
+            env.update(MLBRIDGE_INLINE_RUNNER="pipe", MLBRIDGE_INLINE_CHANNEL="{base}",
+                       MLBRIDGE_INLINE_TIMEOUT_MS=str(PIPE_DECISION_TIMEOUT_MS))
+        return env
 
     def verdict(self, stderr: str, policy: PolicyLike) -> Tuple[Optional[str], Optional[int]]:
         """A plugin warning means it fell back to the stock inliner; no report at
@@ -69,6 +81,12 @@ class InliningForSize(Problem):
 
 
 _CAP = "mlbridge: inliner cap: "
+
+
+def _refuse_pass_order(policy: PolicyLike) -> None:
+    if policy.kind in ("tuning", "pipeline"):
+        raise ProblemError("policy", f"{{arg}} {policy.spec}: a pass order decides phase ordering, not "
+                           "inlining: give --problem phase-ordering")
 
 
 def _decisions(stderr: str) -> Optional[int]:
