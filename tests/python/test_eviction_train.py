@@ -1,8 +1,8 @@
 """Training an eviction policy (issue 23): the linear policy family
-(train/eviction_policy.py) gives the same answers as its ONNX export on
+(problems/eviction/policy.py) gives the same answers as its ONNX export on
 observations recorded from a real llc-19 session, always answers a legal
 candidate (also on NaN/inf features LLVM sends for unspillable ranges), the ES
-run (train/eviction_trainer.py) resumes from its checkpoint exactly as an
+run (problems/eviction/trainer.py) resumes from its checkpoint exactly as an
 uninterrupted run, and a damaged checkpoint is one line. About 15 s."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The room search's parts that need no compiler (train/room.py): the module
+"""The room search's parts that need no compiler (problems/inlining/room.py): the module
 cache's reuse rule, the candidate order, traces and damaged states. The search
 itself, with the plugin and lld: tests/integrations/llvm/test_room.py."""
 from __future__ import annotations

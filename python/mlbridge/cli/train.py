@@ -1,7 +1,7 @@
 """``mlbridge train``: train a policy on corpora, where it is deployed (clang-19
 with each module's own command and the mlbridge plugin); ``--problem`` says
 which (default inlining-size; regalloc-eviction trains with its own ES,
-train/eviction_trainer.py, docs/training.md "Register allocation: training").
+problems/eviction/trainer.py, docs/training.md "Register allocation: training").
 
     mlbridge train run CORPUS... -o RUN [--algo es|ppo] [--init oz|zero|POLICY.json] [--hidden 16]
                        [--steps N] [--minutes M] [--modules-per-step K] [-j N]
@@ -192,7 +192,7 @@ def _summary(args: argparse.Namespace, summary: Dict[str, Any], line: str) -> in
 
 def run_train_eviction(args: argparse.Namespace, problem: Any) -> int:
     """``train run --problem regalloc-eviction``: ES on the register-allocation score
-    from the default advisor's rule (train/eviction_trainer.py)."""
+    from the default advisor's rule (problems/eviction/trainer.py)."""
     from ..corpus.compile import CompileSetupError, Toolchain
     from ..problems.eviction.policy import EvictionPolicy, PolicyFileError
     from ..problems.eviction.trainer import EvictionTrainConfig, EvictionTrainError, train_eviction

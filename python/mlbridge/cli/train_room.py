@@ -1,5 +1,5 @@
 """``mlbridge train room``: how much room inlining leaves around -Oz, per program
-and setting (train/room.py); a table, RUN/room.json, resumable."""
+and setting (problems/inlining/room.py); a table, RUN/room.json, resumable."""
 from __future__ import annotations
 
 import argparse

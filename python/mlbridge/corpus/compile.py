@@ -116,7 +116,7 @@ class Policy:
     def callees(path: str) -> "Policy":
         """-Oz's heuristic, except that every call of a listed callee gets the
         listed answer (a file of NAME<TAB>0|1 lines): joint decisions, the
-        room search's policy (train/room.py)."""
+        room search's policy (problems/inlining/room.py)."""
         return Policy("callees", f"callees:{path}", model=os.path.abspath(path))
 
     @staticmethod

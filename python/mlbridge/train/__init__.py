@@ -1,9 +1,12 @@
-"""Training compiler policies: Gymnasium environments (``gym``), policies
-(``policy``), whole-episode rollouts (``rollout``), evolution strategies (``es``).
-The recipes of ``mlbridge train``: ``recipe`` (run: baseline, imitation start,
-resume), ``learn_from_search`` (search), ``room_recipe`` (room), ``run_report``
-(report); ``run_folder`` checks what a run's folder holds. The compiler worker
-for remote trainers is ``mlbridge.rpc.environment_server``. See docs/training.md."""
+"""What the trainers of every problem share: Gymnasium environments (``gym``),
+policies (``policy``), whole-episode rollouts (``rollout``), evolution
+strategies (``es``), PPO (``ppo``), imitation (``imitation``), where compiles
+run (``compiles``), how a recipe shows progress (``stage``); ``run_folder``
+checks what a run's folder holds, ``run_report`` writes ``mlbridge train
+report``'s page. The recipes of ``mlbridge train`` live with their problem
+(``mlbridge.problems.inlining``: run, search, room; ``mlbridge.problems.eviction``:
+its trainer). The compiler worker for remote trainers is
+``mlbridge.rpc.environment_server``. See docs/training.md."""
 from __future__ import annotations
 
 from .es import es_train

@@ -1,5 +1,5 @@
 """The plugin's joint decisions and trace (-mlbridge-inline-callees / -trace) and
-the room search built on them (train/room.py), with clang and ld.lld: the
+the room search built on them (problems/inlining/room.py), with clang and ld.lld: the
 search starts from exactly -Oz, finds room on the small corpus (a search that
 makes no progress fails here), reuses unchanged modules, and resumes."""
 from __future__ import annotations

@@ -123,7 +123,7 @@ def test_imitation_of_oz_starts_close_to_oz(corpus, tmp_path):
     tr.close()
 
 
-# ---- learning from search: the plugin's -mlbridge-inline-flip and train/search.py ----
+# ---- learning from search: the plugin's -mlbridge-inline-flip and problems/inlining/search.py ----
 
 def _module_with_queries(c, tc, work, least: int = 4):
     from mlbridge.problems.inlining.search import compile_with_flips

@@ -140,7 +140,7 @@ def warm_start() -> EvictionPolicy:
     return EvictionPolicy(w)
 
 
-#: the scale of each weight for ES (train/eviction_trainer.py): a step of 1 in ES's
+#: the scale of each weight for ES (trainer.py): a step of 1 in ES's
 #: space moves a weight by this much
 SCALE = np.array([{"lighter": 100.0, "lighter_hint": 100.0, "is_self": 100.0, "nr_broken_hints": 10.0}.get(n, 1.0)
                   for n in PHI], np.float32)

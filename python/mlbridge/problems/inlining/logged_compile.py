@@ -3,7 +3,7 @@ query (LLVM's training-log format: the 38 features, the stock heuristic's
 answer, the answer taken), optionally with answers inverted at chosen queries
 (``-mlbridge-inline-flip``) and a policy deciding in-process. The primitive of
 the -Oz teacher (no flip, no policy: the stock heuristic's own decisions) and of
-learning from search (train/search.py)."""
+learning from search (search.py)."""
 from __future__ import annotations
 
 import hashlib
