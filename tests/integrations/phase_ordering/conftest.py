@@ -13,6 +13,7 @@ import pytest
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
 CORPUS = os.path.join(ROOT, "tests", "corpus")
+EXAMPLE = os.path.join(ROOT, "examples", "phase_ordering")
 if os.path.join(ROOT, "python") not in sys.path:
     sys.path.insert(0, os.path.join(ROOT, "python"))
 

@@ -10,7 +10,7 @@ import pytest
 
 import mlbridge
 from mlbridge.problems.phase_ordering import poset
-from conftest import body, po_cmd, reference, traced_actions, traced_instructions, verifies
+from conftest import CORPUS, EXAMPLE, body, po_cmd, reference, traced_actions, traced_instructions, verifies
 
 SEQUENCE = [0, 3, 10, 1, 8]
 
@@ -69,12 +69,12 @@ def test_one_server_serves_many_episodes(ir_dir, tmp_path):
             assert verifies(out)
 
 
-def test_training_example_smoke(tmp_path, capsys):
+def test_training_example_smoke(tmp_path, capsys, monkeypatch):
     # Two iterations on one file: the example runs end to end and deploys in-process.
+    monkeypatch.syspath_prepend(EXAMPLE)
     import train
     out = str(tmp_path / "policy.onnx")
-    rc = train.main(["--plugin", os.environ["MLBRIDGE_LLVM_PLUGIN"], "--corpus",
-                     os.path.join(os.path.dirname(poset.__file__), "..", "..", "tests", "corpus", "bits.c"),
+    rc = train.main(["--plugin", os.environ["MLBRIDGE_LLVM_PLUGIN"], "--corpus", os.path.join(CORPUS, "bits.c"),
                      "--iterations", "2", "--batch", "2", "--steps", "4", "--eval-every", "1", "--out", out])
     assert rc == 0 and os.path.exists(out)
     text = capsys.readouterr().out
