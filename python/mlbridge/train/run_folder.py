@@ -1,8 +1,9 @@
 """What a training run's folder holds, read and checked before any compile:
-the checkpoint (``state.json``), the history (``history.jsonl``) and policy
-files (``--init``, ``--propose``, ``--around``). A damaged file is a
-:class:`RunSetupError` naming it, and is left as it is (never rewritten: it
-may be the only copy of hours of training)."""
+the history (``history.jsonl``) and policy files (``--init``, ``--propose``,
+``--around``); a trainer's checkpoint is checked by its own recipe with these
+helpers (``state.json``: ``mlbridge.problems.inlining.recipe.check_checkpoint``).
+A damaged file is a :class:`RunSetupError` naming it, and is left as it is
+(never rewritten: it may be the only copy of hours of training)."""
 from __future__ import annotations
 
 import json

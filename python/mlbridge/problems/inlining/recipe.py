@@ -1,13 +1,14 @@
-"""The recipe of ``mlbridge train run`` for the size trainer: from corpora to a trained policy, where
-it is deployed. In order: the run folder and what it resumes from are checked
-before any compile; the toolchain is found; the -Oz baseline is measured (per
-module, or per program in a whole-program setting); a new run starts from an
-imitation of -Oz (its training logs), zeros, or a policy file; then the trainer
-runs (resuming when the folder holds a checkpoint).
+"""The recipe of ``mlbridge train run`` for the size trainer: from corpora to
+a trained policy, where it is deployed. In order: the run folder and what it
+resumes from are checked before any compile (``check_checkpoint``); the
+toolchain is found; the -Oz baseline is measured (per module, or per program
+in a whole-program setting); a new run starts from an imitation of -Oz (its
+training logs), zeros, or a policy file; then the trainer runs (resuming when
+the folder holds a checkpoint).
 
 Everything that stops the run before training is a :class:`RunSetupError`
-(``train/run_folder.py``); progress is reported through callbacks, so the library
-prints nothing."""
+(``train/run_folder.py``); progress is reported through callbacks, so the
+library prints nothing."""
 from __future__ import annotations
 
 import os
