@@ -435,6 +435,10 @@ def test_link_program_logged_linker_loads_the_plugin(tmp_path, monkeypatch):
     assert "-Wl,--load-pass-plugin=/p/plugin.so" in calls[0][0] and calls[0][1] == {"answers": False}
     r = settings.link_program(TOOL, ["a.o"], OZ, Setting("lto"), str(tmp_path), TC, CompileOptions(), "-Oz")
     assert "pass-plugin" not in r.command and r.command.startswith("/c/clang ")
+    # the variable is the inliner's (Problem.linker_log_variable): another problem's link is not logged by it
+    r = settings.link_program(TOOL, ["a.bc"], OZ, Setting("lto"), str(tmp_path), TC, CompileOptions(), "-Oz",
+                              extra_env={"MLBRIDGE_INLINE_TRAINING_LOG": "/l"}, problem="regalloc-eviction")
+    assert "pass-plugin" not in r.command
 
 
 def test_program_unit_names_and_builds(mini, tc, tmp_path, monkeypatch):
@@ -927,7 +931,6 @@ def test_plot_deltas_width_and_many_modules(tmp_path, monkeypatch):
 
 def test_training_log_paths(tmp_path):
     from mlbridge.corpus import training_logs as tl
-    assert tl.training_log_args("/l/x.log") == ["-mllvm", "-mlbridge-inline-training-log=/l/x.log"]
     folder = tl.program_log_dir(str(tmp_path), Program("liba.so"))
     assert folder == str(tmp_path / "liba.so")
     assert tl.member_log(folder, Module("/c", "sub/a.o")) == str(tmp_path / "liba.so" / "sub" / "a.o.log")
@@ -950,12 +953,13 @@ def test_logging_options_add_the_log_to_every_compile(tmp_path, monkeypatch):
     opts = tl.logging_options(base, OZ, tcp, lambda m: str(tmp_path / "logs" / (m.name + ".log")))
     assert opts.timeout == 3.0 and base.extra_args is None
     m = Module("/c", "sub/a.o")
-    assert opts.extra_args(m) == plugin_args("/p/plugin.so") + tl.training_log_args(str(tmp_path / "logs/sub/a.o.log"))
+    assert opts.extra_args(m) == plugin_args("/p/plugin.so") + [
+        "-mllvm", f"-mlbridge-inline-training-log={tmp_path / 'logs/sub/a.o.log'}"]   # the inliner's, by default
     assert os.path.isdir(tmp_path / "logs" / "sub")   # made for the compiler to write into
     onnx = Policy("onnx", "m.onnx", model="/m.onnx")   # loads the plugin itself: not twice
     opts = tl.logging_options(base, onnx, tcp, lambda m: "rel.log")
     os.chdir(tmp_path / "logs")
-    assert opts.extra_args(m) == tl.training_log_args("rel.log")
+    assert opts.extra_args(m) == ["-mllvm", "-mlbridge-inline-training-log=rel.log"]
     assert os.listdir(".") == ["sub"]   # a log in the current folder: no folder made
 
 

@@ -201,6 +201,17 @@ def test_only_a_problem_that_decides_in_the_linker_gives_its_environment():
         assert e.value.argument == "problem"
 
 
+def test_training_logs_are_the_problems():
+    """The plugin's log flag and the linker's log variable are the inliner's (corpus/ asks the problem)."""
+    assert INLINING.training_log_options("/l/x.log") == ["-mllvm", "-mlbridge-inline-training-log=/l/x.log"]
+    assert INLINING.linker_log_variable == "MLBRIDGE_INLINE_TRAINING_LOG"
+    for other in (EVICTION, PHASES):
+        assert other.linker_log_variable == ""
+        with pytest.raises(ProblemError, match="writes no training logs") as e:
+            other.training_log_options("/l/x.log")
+        assert e.value.argument == "log"
+
+
 def test_an_unusable_answer_is_the_problems_failure_not_evictions():
     from mlbridge.core.errors import MLBridgeError
     from mlbridge.problems.eviction import problem as eviction

@@ -467,7 +467,8 @@ def _evaluate_programs(corpus: Corpus, policy: Policy, toolchain: Toolchain, set
             folder = training_logs.program_log_dir(log_dir, program)
             opts = training_logs.logging_options(options, policy, toolchain,
                                                  lambda m: training_logs.member_log(folder, m))
-            link_env = {"MLBRIDGE_INLINE_TRAINING_LOG": training_logs.linker_log(folder)} if setting.lto else None
+            link_env = ({resolve(problem).linker_log_variable: training_logs.linker_log(folder)} if setting.lto
+                        else None)
             return build_program(corpus, program, policy, setting, work, toolchain, opts, tag="policy", keep=where,
                                  link_env=link_env)
 

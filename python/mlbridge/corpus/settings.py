@@ -227,7 +227,8 @@ def link_program(program: Program, inputs: Sequence[str], policy: Policy, settin
     try:
         script = version_script(program, os.path.join(folder, "exports.map")) if program.kind == "shared" else None
         cmd, env_add = link_command(program, inputs, out, toolchain, setting, policy, opt, script,
-                                    logged="MLBRIDGE_INLINE_TRAINING_LOG" in (extra_env or {}), problem=problem)
+                                    logged=bool(problem.linker_log_variable)
+                                    and problem.linker_log_variable in (extra_env or {}), problem=problem)
         env = dict(options.environ)
         env.update(env_add)
         env.update(extra_env or {})

@@ -13,31 +13,29 @@ from __future__ import annotations
 import dataclasses
 import glob
 import os
-from typing import Any, Callable, List
+from typing import Any, Callable, List, Union
 
 from .compile import CompileOptions, Policy, Toolchain, plugin_args
 from .layout import Module
 from .programs import Program
+from ..problems import DEFAULT, Problem, resolve
 
 #: the linker's logs; the plugin replaces {module} with each backend module's name
 LINKER_LOG = "link.{module}.log"
 
 
-def training_log_args(path: str) -> List[str]:
-    """The clang arguments that make the (loaded) plugin write its training log to PATH."""
-    return ["-mllvm", f"-mlbridge-inline-training-log={path}"]
-
-
 def logging_options(options: CompileOptions, policy: Policy, toolchain: Toolchain,
-                    path_of: Callable[[Module], str]) -> CompileOptions:
-    """OPTIONS plus the plugin's training log at PATH_OF(module) for every
-    compile (the plugin loaded for -Oz, whose stock heuristic is logged)."""
+                    path_of: Callable[[Module], str], problem: Union[str, Problem] = DEFAULT) -> CompileOptions:
+    """OPTIONS plus the plugin's training log of PROBLEM's decisions at
+    PATH_OF(module) for every compile (the plugin loaded for -Oz, whose stock
+    heuristic is logged)."""
     load = [] if policy.uses_plugin else plugin_args(toolchain.plugin or "")
+    training_log_options = resolve(problem).training_log_options
 
     def extra(m: Module) -> List[str]:
         path = path_of(m)
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-        return load + training_log_args(path)
+        return load + training_log_options(path)
     return dataclasses.replace(options, extra_args=extra)
 
 

@@ -89,6 +89,9 @@ class Problem(ABC):
     compiles_to: ClassVar[str] = "object"
     #: what measure() or measure_ir() counts, for reports
     unit: ClassVar[str] = ".text bytes"
+    #: the environment variable naming the plugin's training log inside the linker
+    #: (LTO: lld parses -mllvm options before it loads plugins); "" if it logs nothing there
+    linker_log_variable: ClassVar[str] = ""
     #: who trains it (``train run``): "size", problems/inlining/recipe.py (ES or PPO
     #: over compiled objects or linked programs); "eviction", problems/eviction/trainer.py
     trainer: ClassVar[str] = "size"
@@ -109,6 +112,12 @@ class Problem(ABC):
         plugins, so it reads its options from the environment). A
         ProblemError unless the problem decides in the linker."""
         raise ProblemError("problem", f"{{arg}} {self.name}: its policy does not decide in the linker")
+
+    def training_log_options(self, path: str) -> List[str]:
+        """The compiler arguments that make the (loaded) plugin log this problem's
+        decisions to PATH in LLVM's training-log format (``corpus evaluate --log``);
+        a ProblemError unless the problem writes training logs."""
+        raise ProblemError("log", f"{{arg}}: the {self.name} problem writes no training logs")
 
     @abstractmethod
     def verdict(self, stderr: str, policy: PolicyLike) -> Tuple[Optional[str], Optional[int]]:

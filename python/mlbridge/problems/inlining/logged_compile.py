@@ -16,11 +16,12 @@ import numpy as np
 
 from ...corpus.compile import CompileOptions, CompiledModule, Policy, Toolchain, compile_module, plugin_args
 from ...corpus.layout import Module
-from ...corpus.training_logs import training_log_args
 from ...llvm.inliner_features import DEFAULT_DECISION, FEATURES
 from ...llvm.training_log import read_training_log
+from .problem import InliningForSize
 
 _OZ = Policy("oz", "oz")
+_INLINING = InliningForSize()
 _DECISION = "inlining_decision"
 
 
@@ -47,7 +48,7 @@ def read_decisions(log_path: str) -> Optional[LoggedDecisions]:
 
 
 def _flip_args(plugin: str, log_path: str, flips: Sequence[int], model: Optional[str]) -> List[str]:
-    args = plugin_args(plugin) + training_log_args(log_path)
+    args = plugin_args(plugin) + _INLINING.training_log_options(log_path)
     if model:
         args += ["-mllvm", "-mlbridge-inline-runner=onnx", "-mllvm", f"-mlbridge-inline-model={model}"]
     if flips:

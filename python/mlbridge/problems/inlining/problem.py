@@ -23,6 +23,7 @@ class InliningForSize(Problem):
     settings = ("objects", "linked", "lto", "thinlto")
     commands = frozenset(COMMANDS)
     in_plugin = True
+    linker_log_variable = "MLBRIDGE_INLINE_TRAINING_LOG"
 
     def policy_options(self, policy: PolicyLike) -> List[str]:
         _refuse_pass_order(policy)
@@ -49,6 +50,9 @@ class InliningForSize(Problem):
             env.update(MLBRIDGE_INLINE_RUNNER="pipe", MLBRIDGE_INLINE_CHANNEL="{base}",
                        MLBRIDGE_INLINE_TIMEOUT_MS=str(PIPE_DECISION_TIMEOUT_MS))
         return env
+
+    def training_log_options(self, path: str) -> List[str]:
+        return ["-mllvm", f"-mlbridge-inline-training-log={path}"]
 
     def verdict(self, stderr: str, policy: PolicyLike) -> Tuple[Optional[str], Optional[int]]:
         """A plugin warning means it fell back to the stock inliner; no report at
