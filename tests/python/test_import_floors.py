@@ -32,9 +32,11 @@ ALLOWED = {
     "train": {"core", "formats", "transport", "rpc", "llvm", "problems", "corpus"},
     TRAINERS: {"core", "formats", "transport", "rpc", "llvm", "problems", "corpus", "train"},
     "benchmark": {"core", "formats", "transport", "llvm", "problems", "corpus"},
+    # mlbridge tune: the corpus's compiles, and the speed check's programs with workloads
+    "tune": {"core", "formats", "transport", "llvm", "problems", "corpus", "benchmark"},
     "testing": {"core", "formats", "transport", "rpc"},
     "cli": {"core", "formats", "transport", "rpc", "llvm", "problems", TRAINERS, "corpus", "train", "benchmark",
-            "testing", "_proto"},
+            "tune", "testing", "_proto"},
 }
 
 

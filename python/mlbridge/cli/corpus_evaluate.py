@@ -122,6 +122,13 @@ def run(args: argparse.Namespace) -> int:
         if valued and args.plot is not None:
             raise UsageError(f"--plot: plots the .text change against -Oz; the {problem.name} problem is "
                              f"reported in {problem.unit} (use --json or --csv)")
+        if valued and not on_ir:   # phase ordering: what the other two flags would need, it has not
+            if args.where is not None:
+                raise UsageError(f"--where: compares functions by .text bytes; the {problem.name} problem is "
+                                 f"reported in {problem.unit} per module (mlbridge tune's report.md says where "
+                                 "the bytes went)")
+            if args.log:
+                raise UsageError(f"--log: the {problem.name} problem writes no training logs")
         if on_ir:
             if args.plot is not None:
                 raise UsageError(f"--plot: plots the .text change against -Oz; the {problem.name} problem is "

@@ -300,11 +300,14 @@ def evaluate(corpus: Corpus, policy: Policy, toolchain: Toolchain, *, jobs: Opti
     valued = problem if problem.unit != _TEXT else None
     if valued is not None:
         cache = None
+    if log_dir is not None:   # a problem without training logs refuses here, before any compile
+        problem.training_log_options(os.path.join(log_dir, "check.log"))
     if setting is not None and setting.whole_program:
         return _evaluate_programs(corpus, policy, toolchain, setting, jobs, options, cache, on_done, where, log_dir,
                                   valued)
     if log_dir is not None:
-        options = training_logs.logging_options(options, policy, toolchain, lambda m: module_log(log_dir, m))
+        options = training_logs.logging_options(options, policy, toolchain, lambda m: module_log(log_dir, m),
+                                                problem)
         if policy.kind == "oz":
             cache = None   # the logged run loads the plugin: its sizes are not plain -Oz's to cache
     if where:
@@ -466,11 +469,11 @@ def _evaluate_programs(corpus: Corpus, policy: Policy, toolchain: Toolchain, set
                                      keep=where, problem=problem)
             folder = training_logs.program_log_dir(log_dir, program)
             opts = training_logs.logging_options(options, policy, toolchain,
-                                                 lambda m: training_logs.member_log(folder, m))
+                                                 lambda m: training_logs.member_log(folder, m), problem)
             link_env = ({resolve(problem).linker_log_variable: training_logs.linker_log(folder)} if setting.lto
                         else None)
             return build_program(corpus, program, policy, setting, work, toolchain, opts, tag="policy", keep=where,
-                                 link_env=link_env)
+                                 link_env=link_env, problem=problem)
 
         # a logged -Oz run is its own build: the plugin it loads is not plain -Oz
         own_run = policy.kind != "oz" or policy.in_linker.kind != "oz" or log_dir is not None

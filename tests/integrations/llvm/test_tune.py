@@ -207,10 +207,10 @@ def test_a_stopped_tune_resumes_and_a_damaged_checkpoint_is_left_as_it_is(tuned,
 
 
 def test_a_changed_output_is_a_miscompile_and_goes_back_to_oz(workload_corpus, toolchain, tmp_path):
-    """Fault injection: a check whose output is the program's size changes under any
-    tuned module, as a miscompile's would: bisection sends every one back to -Oz."""
+    """Fault injection: a check whose output is the linked file's checksum changes under
+    any tuned module, as a miscompile's would: bisection sends every one back to -Oz."""
     report = tune(workload_corpus, str(tmp_path / "out"), toolchain,
-                  TuneOptions(budget_minutes=0.1, jobs=2, check="wc -c < {program}"))
+                  TuneOptions(budget_minutes=0.1, jobs=2, check="cksum < {program}"))
     (prog,) = report["programs"]
     assert prog["check"].startswith("miscompile in ") and prog["stored"] == prog["oz_stored"]
     assert report["total"]["tuned"] == 0
@@ -266,6 +266,13 @@ def test_corpus_evaluate_scores_a_tuning_file_as_the_tuner_did(tuned, workload_c
     assert rc == 0, err
     (prog,) = report["programs"]
     assert (d["total"]["baseline_score"], d["total"]["policy_score"]) == (prog["oz_stored"], prog["stored"])
+    # what phase ordering does not have is refused before any compile, in one line
+    for argv, says in ((["--log", "L"], "--log: the phase-ordering problem writes no training logs"),
+                       (["--where", "3"], "--where: compares functions by .text bytes"),
+                       (["--setting", "lto"], "--setting lto: the phase-ordering problem is scored in objects, "
+                                              "linked only")):
+        rc, d, err = evaluate("--policy", tf, *argv)
+        assert rc == 2 and d is None and err.strip().startswith("mlbridge: error: " + says), err
     # a pipeline this LLVM cannot parse fails every module: never an -Oz size
     rc, d, err = evaluate("--policy", "pipeline:function(no-such-pass)")
     assert rc == 1 and d["total"]["ok"] == 0 and d["total"]["failed"] == len(report["modules"])
