@@ -12,7 +12,7 @@ valgrind --tool=callgrind; native CPU time over --repeats alternating runs
 (95 % confidence intervals), perf stat cycles where the machine counts them.
 lz4, zstd and brotli come from the corpus recipes' pinned PyPI sdists
 (downloaded once with pip into ~/.cache/mlbridge/corpora) and compress and
-decompress a fixed 200 KB text; chacha20, sha256 and dgemm are tests/regalloc's
+decompress a fixed 200 KB text; chacha20, sha256 and dgemm are the benchmark programs'
 kernels with bench_main.c. Prints a Markdown table; --json-out writes the
 result (``SpeedCheck.as_dict()``). The default policy, ``first-legal``, answers
 the first candidate whose mask is 1. See docs/training.md, "Register

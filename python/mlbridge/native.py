@@ -38,11 +38,18 @@ def prefixes() -> List[str]:
     return out
 
 
+def source_tree() -> Optional[str]:
+    """The source checkout this package runs from (PYTHONPATH=python), or None
+    when it is installed."""
+    tree = os.path.dirname(os.path.dirname(_HERE))
+    return tree if os.path.isfile(os.path.join(tree, "CMakeLists.txt")) else None
+
+
 def source_build() -> Optional[str]:
     """build/ of the source tree this package runs from, if it is one."""
-    tree = os.path.dirname(os.path.dirname(_HERE))
-    build = os.path.join(tree, "build")
-    return build if os.path.isfile(os.path.join(tree, "CMakeLists.txt")) and os.path.isdir(build) else None
+    tree = source_tree()
+    build = os.path.join(tree, "build") if tree else ""
+    return build if tree and os.path.isdir(build) else None
 
 
 def find(name: str) -> Optional[str]:

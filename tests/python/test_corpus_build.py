@@ -160,3 +160,15 @@ def test_fetch_checks_sha256_and_unpacks_safely(tmp_path, monkeypatch):
     with pytest.raises(b.BuildError, match="cannot unpack"):
         b.build(r3, cache=str(tmp_path / "cache"), jobs=1)
     assert not (tmp_path / "evil.c").exists() and not (tmp_path / "cache" / "evil.c").exists()
+
+
+def test_a_local_recipe_refuses_in_one_line_when_the_package_is_installed(monkeypatch, tmp_path):
+    """Installed (pip), there is no source checkout: the `tests` recipe says so and
+    names what to do, before anything is fetched or written."""
+    from mlbridge.corpus.recipes import build as b, recipes
+    monkeypatch.setattr(b, "repo_root", lambda: None)
+    with pytest.raises(b.BuildError) as e:
+        b.build(recipes()["tests"], cache=str(tmp_path / "cache"))
+    assert str(e.value).startswith("tests: builds the files of a source checkout (tests/corpus); this mlbridge is "
+                                   "installed without one")
+    assert not (tmp_path / "cache" / "tests").exists()

@@ -39,7 +39,7 @@ LLC = shutil.which("llc-19")
 needs_llvm = pytest.mark.skipif(not (mini_corpus.have_tools() and LLC), reason="clang-19 / llc-19 not installed")
 
 #: a register-pressure module (ChaCha20's 16-word state) and an ordinary one
-SOURCES = [os.path.join(ROOT, "tests", "regalloc", "chacha20.c"), os.path.join(ROOT, "tests", "corpus", "strhash.c")]
+SOURCES = [os.path.join(ROOT, "python", "mlbridge", "benchmark", "programs", "chacha20.c"), os.path.join(ROOT, "tests", "corpus", "strhash.c")]
 
 POLICIES = textwrap.dedent('''
     import os, signal

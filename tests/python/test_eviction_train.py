@@ -41,7 +41,7 @@ def recorded(tmp_path_factory):
         pytest.skip("clang-19 / llc-19 not installed")
     from mlbridge.llvm.interactive import make_optimized_ir, regalloc_evict
     tmp = tmp_path_factory.mktemp("evict")
-    ir = make_optimized_ir(os.path.join(ROOT, "tests", "regalloc", "chacha20.c"), str(tmp / "c.ll"))
+    ir = make_optimized_ir(os.path.join(ROOT, "python", "mlbridge", "benchmark", "programs", "chacha20.c"), str(tmp / "c.ll"))
     seen = []
     warm = warm_start()
 
@@ -129,7 +129,7 @@ def test_a_real_compile_takes_only_legal_answers(tmp_path):
     """Through the problem's checker (IllegalAnswer on any illegal index), a perturbed policy."""
     from mlbridge import problems
     from mlbridge.llvm.interactive import make_optimized_ir
-    ir = make_optimized_ir(os.path.join(ROOT, "tests", "regalloc", "sha256.c"), str(tmp_path / "s.ll"))
+    ir = make_optimized_ir(os.path.join(ROOT, "python", "mlbridge", "benchmark", "programs", "sha256.c"), str(tmp_path / "s.ll"))
     m = problems.get("regalloc-eviction").measure_ir(ir, ["-cc1", "-O2"], EvictionPolicy(_weights(5)),
                                                      tools={"llc": LLC}, timeout=120)
     assert m.decisions > 0 and m.value > 0

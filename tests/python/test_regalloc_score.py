@@ -243,7 +243,7 @@ def modules(tmp_path_factory):
     out = {c: llvm.make_optimized_ir(str(ROOT / "tests" / "corpus" / f"{c}.c"), str(d / f"{c}.ll"))
            for c in ("matrix", "sort", "geom")}
     # written for register pressure: 16 live words in every round
-    out["chacha20"] = llvm.make_optimized_ir(str(ROOT / "tests" / "regalloc" / "chacha20.c"), str(d / "chacha20.ll"))
+    out["chacha20"] = llvm.make_optimized_ir(str(ROOT / "python" / "mlbridge" / "benchmark" / "programs" / "chacha20.c"), str(d / "chacha20.ll"))
     empty = d / "empty.ll"
     empty.write_text('target triple = "x86_64-pc-linux-gnu"\n@g = global i32 1\n')
     out["empty"] = str(empty)

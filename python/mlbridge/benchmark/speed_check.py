@@ -669,8 +669,9 @@ def speed_check(benchmarks: Sequence[Benchmark], policy: Any, *, work_dir: Optio
 
 
 # ---- the real programs ------------------------------------------------------------
-def _repo_regalloc() -> str:
-    return os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "tests", "regalloc"))
+def _programs() -> str:
+    """The benchmark programs' C sources, shipped with the package (package data)."""
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "programs")
 
 
 _WORDS = ("the of and to in is was that for on with as by at from register allocator eviction live range spill "
@@ -693,8 +694,8 @@ def workload_text(size: int = 200_000, seed: int = 1) -> bytes:
 
 
 def kernel_benchmarks() -> List[Benchmark]:
-    """tests/regalloc's register-pressure kernels with bench_main.c's workload."""
-    d = _repo_regalloc()
+    """The register-pressure kernels (benchmark/programs/) with bench_main.c's workload."""
+    d = _programs()
     srcs = tuple(os.path.join(d, f) for f in ("bench_main.c", "chacha20.c", "sha256.c", "dgemm.c"))
     return [Benchmark(name, srcs, expected, args=(name,)) for name, expected in _KERNEL_OUTPUTS.items()]
 
@@ -717,7 +718,7 @@ def codec_benchmarks(names: Sequence[str] = ("lz4", "zstd", "brotli"), *, cache:
                      work_dir: Optional[str] = None) -> List[Benchmark]:
     """lz4, zstd and brotli from the corpus recipes' pinned PyPI sdists (fetched
     once with pip into the corpus cache), each compressing and decompressing
-    ``workload_text()`` on stdin with tests/regalloc/codec_main.c."""
+    ``workload_text()`` on stdin with benchmark/programs/codec_main.c."""
     from ..corpus.recipes import recipes
     from ..corpus.recipes.build import default_cache, fetch, unpack
     cache = os.path.abspath(cache or default_cache())
@@ -729,7 +730,7 @@ def codec_benchmarks(names: Sequence[str] = ("lz4", "zstd", "brotli"), *, cache:
             with open(tmp, "wb") as f:
                 f.write(workload_text(200_000, 1))
         replace_when_complete(text + ".tmp", text, write)
-    main = os.path.join(_repo_regalloc(), "codec_main.c")
+    main = os.path.join(_programs(), "codec_main.c")
     setup = {
         "lz4": ("lz4", ("lz4libs/lz4.c", "lz4libs/lz4hc.c"), ("lz4libs",), ("-DCODEC_LZ4",), ()),
         "zstd": ("zstandard", ("zstd/zstd.c",), ("zstd",), ("-DCODEC_ZSTD",), ()),

@@ -217,7 +217,8 @@ def run_list(args: argparse.Namespace) -> int:
     for r in _recipes().values():
         built = os.path.isfile(os.path.join(cache, r.name, "corpus_description.json"))
         lines = r.lines
-        top = os.path.join(repo_root(), r.local) if r.local else ""
+        tree = repo_root()
+        top = os.path.join(tree, r.local) if r.local and tree else ""
         if top and os.path.isdir(top):     # files of the tree: counted, they change
             lines = count_lines(r, top, source_files(r, top))
         rows.append({"name": r.name, "version": r.version, "language": r.language, "lines": lines,

@@ -53,9 +53,11 @@ def default_cache() -> str:
     return os.path.join(base, "mlbridge", "corpora")
 
 
-def repo_root() -> str:
-    """The source tree this package runs from (for `local` recipes)."""
-    return os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
+def repo_root() -> Optional[str]:
+    """The source checkout this package runs from (for `local` recipes); None
+    when the package is installed."""
+    from ... import native
+    return native.source_tree()
 
 
 @dataclass
@@ -240,7 +242,11 @@ def build(recipe: Recipe, *, cache: Optional[str] = None, jobs: Optional[int] = 
             raise BuildToolMissing(argument, f"{tool} not found (install clang-19, or give {{arg}})")
     t0 = time.monotonic()
     if recipe.local is not None:
-        top = os.path.join(repo_root(), recipe.local)
+        tree = repo_root()
+        if tree is None:
+            raise BuildError(f"{recipe.name}: builds the files of a source checkout ({recipe.local}); this "
+                             "mlbridge is installed without one: build a recipe from PyPI (mlbridge corpus list)")
+        top = os.path.join(tree, recipe.local)
         if not os.path.isdir(top):
             raise BuildError(f"{recipe.name}: {top} is not a folder (a `local` recipe runs from a source tree)")
     else:
