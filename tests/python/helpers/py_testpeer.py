@@ -2,7 +2,7 @@
 """A Python stand-in for the C++ ``mlbridge-testpeer`` (same command line and
 output), used to check test_cross_language.py itself:
 
-    MLBRIDGE_TESTPEER=tests/python/helpers/py_testpeer.py python3 -m pytest tests/python/test_cross_language.py
+    MLBRIDGE_TESTPEER=tests/python/helpers/py_testpeer.py python3 -m pytest tests/python/repo/test_cross_language.py
 
     py_testpeer.py --base BASE --format F --timeout-ms MS --script script.json
 
