@@ -118,7 +118,7 @@ if(MLBRIDGE_BUILD_TESTS AND GTest_FOUND)
   add_executable(mlbridge-grpc-testenv ${PROJECT_SOURCE_DIR}/tests/grpc/testenv.cc)
   target_compile_options(mlbridge-grpc-testenv PRIVATE ${MLBRIDGE_WARNINGS})
   target_link_libraries(mlbridge-grpc-testenv PRIVATE mlbridge_grpc)
-  # The Python gRPC tests (tests/python/test_grpc_*.py) run in the main `python`
+  # The Python gRPC tests (tests/python/rpc/test_grpc_*.py) run in the main `python`
   # ctest entry, which finds this stand-in through MLBRIDGE_BUILD_DIR.
   file(GLOB MLBRIDGE_GRPC_TEST_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/tests/grpc/*_test.cc)
   if(MLBRIDGE_GRPC_TEST_SOURCES)

@@ -15,7 +15,7 @@
 # `cd out/mutation/NAME && python3 -c "import sys; sys.argv[0]='mutmut'; from mutmut.__main__
 # import cli; cli()" show MUTANT` for a mutant's diff (`results` lists them all).
 # Runs under `nice -n 19`; MUTATION_JOBS sets mutmut's worker count (default 1);
-# MUTATION_TESTS="tests/python/test_a.py ..." replaces the package's test files;
+# MUTATION_TESTS="tests/python/STAGE/test_a.py ..." replaces the package's test files;
 # MUTATION_MUTANTS="NAME ..." tries only those mutants (e.g. survivors, again);
 # MUTATION_LABEL=x runs in out/mutation/x-PACKAGE (keeps an earlier run's folder);
 # MUTATION_RECHECK=1 then runs the whole selection against each mutant not killed
@@ -52,17 +52,17 @@ tests_for() {
   if [ -n "${MUTATION_TESTS:-}" ]; then echo "$MUTATION_TESTS"; return; fi   # a narrower selection
   if [ -n "${changed_tests[$1]:-}" ]; then echo "${changed_tests[$1]}"; return; fi
   case "$1" in
-    formats) echo tests/python/test_formats.py tests/python/test_roundtrip.py tests/python/test_vectors.py \
-                  tests/python/test_observation_fast_path.py tests/python/test_json_numeric_path.py \
-                  tests/python/test_jsonfloat.py tests/python/test_values.py tests/python/test_answer_encoder.py \
-                  tests/python/test_decoder_properties.py tests/python/test_cross_language.py ;;
-    transport) echo tests/python/test_sessions.py tests/python/test_server_read_timeout.py tests/python/test_shm.py \
-                    tests/python/test_supervise.py tests/python/test_faults.py tests/python/test_roundtrip.py \
-                    tests/python/test_pipe_workers.py tests/python/test_cross_language.py ;;
-    corpus) echo tests/python/test_corpus_extract.py tests/python/test_corpus_build.py tests/python/test_corpus_evaluate.py \
-                 tests/python/test_corpus_programs.py tests/python/test_corpus_properties.py tests/python/test_layout.py ;;
-    llvm) echo tests/python/test_llvm_interop.py tests/python/test_training_log.py \
-               tests/python/test_training_log_export.py tests/python/test_logs.py ;;
+    formats) echo tests/python/formats/test_formats.py tests/python/transport/test_roundtrip.py tests/python/repo/test_vectors.py \
+                  tests/python/formats/test_observation_fast_path.py tests/python/formats/test_json_numeric_path.py \
+                  tests/python/formats/test_jsonfloat.py tests/python/core/test_values.py tests/python/formats/test_answer_encoder.py \
+                  tests/python/formats/test_decoder_properties.py tests/python/repo/test_cross_language.py ;;
+    transport) echo tests/python/transport/test_sessions.py tests/python/transport/test_server_read_timeout.py tests/python/transport/test_shm.py \
+                    tests/python/transport/test_supervise.py tests/python/transport/test_faults.py tests/python/transport/test_roundtrip.py \
+                    tests/python/rpc/test_pipe_workers.py tests/python/repo/test_cross_language.py ;;
+    corpus) echo tests/python/corpus/test_corpus_extract.py tests/python/corpus/test_corpus_build.py tests/python/corpus/test_corpus_evaluate.py \
+                 tests/python/corpus/test_corpus_programs.py tests/python/corpus/test_corpus_properties.py tests/python/repo/test_layout.py ;;
+    llvm) echo tests/python/llvm/test_llvm_interop.py tests/python/llvm/test_training_log.py \
+               tests/python/llvm/test_training_log_export.py tests/python/llvm/test_logs.py ;;
     *) echo "mutation: unknown package $1 (formats, transport, corpus, llvm)" >&2; return 1 ;;
   esac
 }
@@ -84,7 +84,7 @@ if [ -n "$changed" ]; then
   for t in "${targets[@]}"; do
     pkg=$(basename "$(dirname "$t")"); name=$(basename "$t" .py)
     [ "$name" = __init__ ] && pat="from mlbridge\\.$pkg import " || pat="mlbridge\\.$pkg\\.$name\\b|from mlbridge\\.$pkg import .*\\b$name\\b"
-    for f in $(cd "$root" && grep -l -E "$pat" tests/python/test_*.py 2>/dev/null); do
+    for f in $(cd "$root" && grep -l -E "$pat" tests/python/*/test_*.py 2>/dev/null); do
       case " ${changed_tests[$pkg]:-} " in *" $f "*) ;; *) changed_tests[$pkg]="${changed_tests[$pkg]:-} $f" ;; esac
     done
   done

@@ -11,7 +11,7 @@ debs=(cmake ninja-build g++ pkg-config libgtest-dev protobuf-compiler libprotobu
       llvm-19-dev llvm-19-tools libmlir-19-dev mlir-19-tools gcc-12-plugin-dev
       # the LLVM plugin is also built and tested against the newest LLVM (bookworm-security)
       llvm-22-dev llvm-22 clang-22 lld-22
-      # corpora from local ThinLTO links (tests/python/test_corpus_extract.py); the linked and lto settings
+      # corpora from local ThinLTO links (tests/python/corpus/test_corpus_extract.py); the linked and lto settings
       lld-19)
 missing=()
 for p in "${debs[@]}"; do

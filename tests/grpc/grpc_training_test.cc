@@ -1,5 +1,5 @@
 // Training direction: the compiler serves (GrpcTrainingServer), a trainer
-// drives it. Here the trainer is a C++ stub; tests/python/test_grpc_training.py
+// drives it. Here the trainer is a C++ stub; tests/python/rpc/test_grpc_training.py
 // drives the same service from Python.
 #include <gtest/gtest.h>
 #include <grpcpp/grpcpp.h>

@@ -7,7 +7,7 @@ Writes one ``*.bin`` file per case and ``manifest.json``. The Python and C++
 test suites both decode every file and compare with the manifest, and encode
 the manifest's messages and compare with the file, so the two implementations
 agree byte for byte. Re-running this script must reproduce the committed files
-exactly (tests/python/test_vectors.py checks it).
+exactly (tests/python/repo/test_vectors.py checks it).
 
 Manifest schema (version 1)::
 

@@ -52,7 +52,7 @@ __all__ = ["convert", "ConvertError", "ConvertArgumentError", "ConvertReport", "
            "DEFAULT_OPSET", "TF_ENV_VAR", "find_tf_python"]
 
 # The built-in engine's operators (src/engine/graph.h, MLBRIDGE_ENGINE_OPS;
-# tests/python/test_convert.py checks the two lists are equal).
+# tests/python/formats/test_convert.py checks the two lists are equal).
 ENGINE_OPS = frozenset("""
 Abs Add And ArgMax ArgMin BatchNormalization Cast Ceil Clip Concat Constant ConstantOfShape Cos Div Dropout
 Elu Equal Erf Exp Expand Flatten Floor GRU Gather Gelu Gemm Greater GreaterOrEqual HardSigmoid HardSwish

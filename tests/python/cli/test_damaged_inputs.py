@@ -57,7 +57,7 @@ from mutations import mutate as mutate_bytes  # noqa: E402  byte flips, inserts,
 
 from mlbridge import cli
 
-# hostile input (docs/testing.md, "Markers"): pytest -m hostile
+# hostile input (docs/testing.md, "Markers: what a test guards"): pytest -m hostile
 pytestmark = pytest.mark.hostile
 
 _ENV_BUDGET = int(os.environ.get("MLBRIDGE_HOSTILE_EXAMPLES", "0") or 0)

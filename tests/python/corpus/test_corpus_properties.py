@@ -17,10 +17,10 @@ from mlbridge.core.errors import ProtocolError
 from mlbridge.corpus.layout import DESCRIPTION, CorpusError, load, read_cmd, write_cmd
 from mlbridge.formats.tfrecord import read_records, write_record
 
-# hostile input (docs/testing.md, "Markers"): pytest -m hostile
+# hostile input (docs/testing.md, "Markers: what a test guards"): pytest -m hostile
 pytestmark = pytest.mark.hostile
 
-# MLBRIDGE_HOSTILE_EXAMPLES=N: N examples per property, as in test_hostile_cli (longer runs)
+# MLBRIDGE_HOSTILE_EXAMPLES=N: N examples per property, as in test_damaged_inputs (longer runs)
 SETTINGS = settings(max_examples=int(os.environ.get("MLBRIDGE_HOSTILE_EXAMPLES") or 300), deadline=None,
                     derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])

@@ -32,10 +32,10 @@ from mlbridge.core.spec import TensorSpec
 from mlbridge.formats import FORMATS, decode_all, detect, get_format
 from mlbridge.formats.protobuf import pb
 
-# hostile input (docs/testing.md, "Markers"): pytest -m hostile
+# hostile input (docs/testing.md, "Markers: what a test guards"): pytest -m hostile
 pytestmark = pytest.mark.hostile
 
-# MLBRIDGE_HOSTILE_EXAMPLES=N: N examples per property, as in test_hostile_cli (longer runs)
+# MLBRIDGE_HOSTILE_EXAMPLES=N: N examples per property, as in test_damaged_inputs (longer runs)
 SETTINGS = settings(max_examples=int(os.environ.get("MLBRIDGE_HOSTILE_EXAMPLES") or 300), deadline=None,
                     derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

@@ -1,6 +1,6 @@
 """Byte mutations for property tests of untrusted input (decoders, files the
 workflow commands read): byte flips, inserts, deletes, hostile 64-bit words,
-truncation. One mutator for test_decoder_properties and test_hostile_cli."""
+truncation. One mutator for test_decoder_properties and test_damaged_inputs."""
 from __future__ import annotations
 
 import struct
