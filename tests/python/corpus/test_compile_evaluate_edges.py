@@ -71,20 +71,28 @@ def test_toolchain_plugin_given_wins_over_the_environment(tmp_path, monkeypatch)
     assert Toolchain.find(_fake_clang(tmp_path), need_plugin=True).plugin == str(env)
 
 
-def test_find_plugin_looks_in_the_tree_then_the_working_folder(tmp_path, monkeypatch):
-    """Without an argument or $MLBRIDGE_LLVM_PLUGIN: this source tree's
-    build/libMLBridgeLLVM.so, else ./build/libMLBridgeLLVM.so, as an absolute path."""
+def test_find_plugin_looks_in_the_install_then_the_source_build(tmp_path, monkeypatch):
+    """Without an argument or $MLBRIDGE_LLVM_PLUGIN: the package's own install, the
+    environment's prefix, then a source checkout's build/ (mlbridge.native), as an
+    absolute path; a working folder's ./build is not searched (an installed package
+    must not pick up whatever folder it runs in). Not found: one line saying how."""
+    from mlbridge import native
     monkeypatch.delenv("MLBRIDGE_LLVM_PLUGIN", raising=False)
     monkeypatch.chdir(tmp_path)
-    tree = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(cc.__file__)))))
-    in_tree = os.path.join(tree, "build", "libMLBridgeLLVM.so")
-    if not os.path.isfile(in_tree):
-        with pytest.raises(CompileSetupError, match="was not found"):
-            find_plugin()
     (tmp_path / "build").mkdir()
     (tmp_path / "build" / "libMLBridgeLLVM.so").write_bytes(b"")
-    here = str(tmp_path / "build" / "libMLBridgeLLVM.so")
-    assert find_plugin() == (in_tree if os.path.isfile(in_tree) else here)
+    monkeypatch.setattr(native, "prefixes", lambda: [str(tmp_path / "pkg"), str(tmp_path / "venv")])
+    monkeypatch.setattr(native, "source_build", lambda: None)
+    with pytest.raises(CompileSetupError, match="was not found: install with `pip install .`"):
+        find_plugin()
+    (tmp_path / "venv" / "lib" / "mlbridge").mkdir(parents=True)
+    (tmp_path / "venv" / "lib" / "mlbridge" / "libMLBridgeLLVM.so").write_bytes(b"")
+    assert find_plugin() == str(tmp_path / "venv" / "lib" / "mlbridge" / "libMLBridgeLLVM.so")
+    monkeypatch.setattr(native, "prefixes", lambda: [str(tmp_path / "pkg")])
+    monkeypatch.setattr(native, "source_build", lambda: str(tmp_path / "tree-build"))
+    (tmp_path / "tree-build").mkdir()
+    (tmp_path / "tree-build" / "libMLBridgeLLVM.so").write_bytes(b"")
+    assert find_plugin() == str(tmp_path / "tree-build" / "libMLBridgeLLVM.so")
 
 
 # -- policies and the command ---------------------------------------------------------
