@@ -44,7 +44,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--clang", default=None)
     p.add_argument("--plugin", default=None, help="libMLBridgeLLVM.so (default: $MLBRIDGE_LLVM_PLUGIN or build/)")
     p.add_argument("--sources", nargs="*", default=None, help="show: source files to say the file covers or not")
-    p.add_argument("--quiet", action="store_true")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(run=run_tune)
 
