@@ -44,6 +44,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--clang", default=None)
     p.add_argument("--plugin", default=None, help="libMLBridgeLLVM.so (default: $MLBRIDGE_LLVM_PLUGIN or build/)")
     p.add_argument("--sources", nargs="*", default=None, help="show: source files to say the file covers or not")
+    p.add_argument("--compile-commands", default=None, metavar="JSON",
+                   help="show: a build's compile_commands.json: its source files, as --sources")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(run=run_tune)
@@ -124,6 +126,8 @@ def run_show(args: argparse.Namespace) -> int:
                                        order=" ".join(v.get("order") or []))
                                   for k, v in sorted(tf.modules.items())]
     out: Dict[str, Any] = {"llvm_major": tf.llvm_major, "about": tf.about, "modules": rows}
+    if args.compile_commands:
+        args.sources = (args.sources or []) + _compile_command_sources(args.compile_commands)
     if args.sources is not None:
         srcs = [os.path.normpath(os.path.abspath(s)) for s in args.sources]
         out["covered"] = [s for s in srcs if tf.find(s) is not None]
@@ -144,3 +148,16 @@ def run_show(args: argparse.Namespace) -> int:
               + (f" ({', '.join(os.path.basename(s) for s in out['not_covered'][:5])}"
                  f"{', ...' if n - k > 5 else ''})" if n - k else ""))
     return 0
+
+
+def _compile_command_sources(path: str) -> List[str]:
+    """The source files of a compile_commands.json, absolute (its "directory" + "file")."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            entries = json.load(f)
+        if not isinstance(entries, list):
+            raise ValueError("not a list of compile commands")
+        return [os.path.join(e["directory"], e["file"]) for e in entries
+                if isinstance(e, dict) and isinstance(e.get("file"), str) and isinstance(e.get("directory"), str)]
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"--compile-commands {path}: {exc}") from None

@@ -194,3 +194,17 @@ def test_the_command_refuses_mistakes_in_one_line(tmp_path):
     assert cli("show", bad).startswith(f"mlbridge: error: {bad}: damaged (not JSON")
     assert os.listdir(tmp_path) == ["t.json"]   # nothing written
 
+
+
+def test_show_says_how_much_of_a_build_the_file_covers(tmp_path):
+    tf = TuningFile(19, {"enc/encode.c": {"pipeline": "p", "oz_bytes": 10, "bytes": 8, "order": ["oz"]}}).write(
+        str(tmp_path / "t.json"))
+    cc = tmp_path / "compile_commands.json"
+    cc.write_text(json.dumps([{"directory": "/b/brotli", "file": "c/enc/encode.c"},
+                              {"directory": "/b", "file": "foo.c"}]))
+    r = subprocess.run([sys.executable, "-m", "mlbridge", "tune", "show", tf, "--compile-commands", str(cc)],
+                       capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+                       env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python")))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[-1] == ("mlbridge: note: the tuning file covers 1 of 2 source files; the other 1 "
+                                         "compile as -Oz (foo.c)")
