@@ -39,6 +39,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--check", default=None, metavar="CMD",
                    help="a shell command run on each linked program ({program} is its path): the tuned build "
                         "must print what -Oz's prints, else the modules responsible go back to -Oz")
+    p.add_argument("--ray", metavar="ADDRESS", default=None,
+                   help="compile candidates as Ray tasks on this cluster (`local`: a Ray instance here); every "
+                        "node needs the corpus, clang and the plugin at the same paths")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--timeout", type=float, default=120.0, help="per candidate compile, seconds")
     p.add_argument("--clang", default=None)
@@ -64,7 +67,7 @@ def run_tune(args: argparse.Namespace) -> int:
     from ..corpus.settings import find_lld
     from ..tune.run import TuneArgumentError, TuneOptions, tune
     opts = TuneOptions(setting=args.setting, budget_minutes=args.budget_minutes, jobs=args.jobs, seed=args.seed,
-                       timeout=args.timeout, check=args.check)
+                       timeout=args.timeout, check=args.check, ray=args.ray)
     try:
         opts.validate()
         toolchain = Toolchain.find(args.clang, args.plugin, need_plugin=True)
@@ -72,6 +75,11 @@ def run_tune(args: argparse.Namespace) -> int:
             find_lld(toolchain.clang)
     except (TuneArgumentError, CompileSetupError) as exc:
         raise usage_error(exc) from None
+    if args.ray is not None:
+        try:
+            import ray  # noqa: F401
+        except ImportError:
+            raise UsageError("--ray needs Ray (pip install 'ray[default]')") from None
     from .progress import Progress
     # a bar over the budget's seconds on a terminal; plain lines otherwise (logs, CI)
     with Progress(int(args.budget_minutes * 60), "tune", quiet=args.quiet, unit="s") as bar:

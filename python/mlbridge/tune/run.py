@@ -92,6 +92,9 @@ class TuneOptions:
     check: Optional[str] = None
     check_timeout: float = 300.0
     max_tries: int = MAX_TRIES
+    #: candidates as Ray tasks on the cluster at this address ("local": a Ray instance
+    #: here); every node needs the corpus, clang and the plugin at the same paths
+    ray: Optional[str] = None
 
     def validate(self) -> None:
         if self.setting not in SETTINGS:
@@ -156,6 +159,10 @@ class Tuner:
         self.candidates = 0
         #: the latest orders that beat -Oz on some module (OrderSearch.propose)
         self.pool: List[Order] = []
+        self._ray: Optional[Any] = None
+        if options.ray is not None:
+            from .ray_candidates import RayCandidates
+            self._ray = RayCandidates(options.ray, options.jobs or None)
 
     # -- setup --------------------------------------------------------------
     def _units(self) -> List[_Unit]:
@@ -262,9 +269,13 @@ class Tuner:
         u.search = OrderSearch(u.module.name, int(r.stored_bytes), self.opts.seed)
 
     def _candidate(self, u: _Unit, order: Order) -> Tuple[Optional[int], Optional[int], float, Optional[str]]:
-        """(stored bytes, .text, seconds, error) of ORDER on U; the object is kept as
-        U's best only if it is the new best (checked by the caller under the lock)."""
-        r = self._compile(u, Policy.pipeline(pipeline_text(order)), f"c{threading.get_ident() % 10**6}")
+        """(stored bytes, .text, seconds, the object's path or the error) of ORDER on U;
+        the object is kept as U's best only if it is the new best (checked by the
+        caller under the lock)."""
+        tag = f"c{threading.get_ident() % 10**6}"
+        if self._ray is not None:
+            return self._ray.candidate(u.module, pipeline_text(order), self.tc, u.options, self.work, tag)
+        r = self._compile(u, Policy.pipeline(pipeline_text(order)), tag)
         if not r.ok:
             if r.object_path:
                 _unlink(r.object_path)

@@ -33,7 +33,7 @@ ALLOWED = {
     TRAINERS: {"core", "formats", "transport", "rpc", "llvm", "problems", "corpus", "train"},
     "benchmark": {"core", "formats", "transport", "llvm", "problems", "corpus"},
     # mlbridge tune: the corpus's compiles, and the speed check's programs with workloads
-    "tune": {"core", "formats", "transport", "llvm", "problems", "corpus", "benchmark"},
+    "tune": {"core", "formats", "transport", "llvm", "problems", "corpus", "benchmark", "train"},
     "testing": {"core", "formats", "transport", "rpc"},
     "cli": {"core", "formats", "transport", "rpc", "llvm", "problems", TRAINERS, "corpus", "train", "benchmark",
             "tune", "testing", "_proto"},
