@@ -7,8 +7,6 @@
 // warning and the pass stops; the module stays as the last step left it.
 #include <llvm/ADT/StringRef.h>
 #include <llvm/ADT/Twine.h>
-#include <llvm/IR/DiagnosticInfo.h>
-#include <llvm/IR/DiagnosticPrinter.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
 #include <llvm/IR/PassManager.h>
@@ -27,6 +25,7 @@
 #include "phase_ordering_actions.h"
 #include "phase_ordering_features.h"
 #include "phase_ordering_runner.h"
+#include "plugin_diagnostic.h"
 
 namespace mlbridge_llvm {
 namespace {
@@ -101,21 +100,9 @@ Settings readSettings() {
   return s;
 }
 
-// A warning through the module's LLVMContext, so opt and clang print it their way.
-class PhaseOrderDiagnostic : public llvm::DiagnosticInfo {
- public:
-  explicit PhaseOrderDiagnostic(const std::string& msg) : DiagnosticInfo(kind(), llvm::DS_Warning), msg_(msg) {}
-  void print(llvm::DiagnosticPrinter& dp) const override { dp << "mlbridge-phase-order: " << msg_; }
-
- private:
-  static int kind() {
-    static const int k = llvm::getNextAvailablePluginDiagnosticKind();
-    return k;
-  }
-  const std::string& msg_;
-};
-
-void warn(llvm::Module& m, const std::string& msg) { m.getContext().diagnose(PhaseOrderDiagnostic(msg)); }
+void warn(llvm::Module& m, const std::string& msg) {
+  m.getContext().diagnose(PluginDiagnostic("mlbridge-phase-order", msg, llvm::DS_Warning));
+}
 
 class PhaseOrderPass : public llvm::PassInfoMixin<PhaseOrderPass> {
  public:

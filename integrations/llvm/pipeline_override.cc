@@ -16,8 +16,6 @@
 #include <llvm/ADT/SmallString.h>
 #include <llvm/ADT/StringRef.h>
 #include <llvm/Config/llvm-config.h>
-#include <llvm/IR/DiagnosticInfo.h>
-#include <llvm/IR/DiagnosticPrinter.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
 #include <llvm/IR/PassInstrumentation.h>
@@ -40,6 +38,7 @@
 #include <utility>
 
 #include "passes.h"
+#include "plugin_diagnostic.h"
 
 namespace mlbridge_llvm {
 namespace {
@@ -72,18 +71,10 @@ bool traceOn() {
   return v && *v && llvm::StringRef(v) != "0";
 }
 
-class TuningDiagnostic : public llvm::DiagnosticInfo {
- public:
-  TuningDiagnostic(const std::string& msg, llvm::DiagnosticSeverity sev) : DiagnosticInfo(kind(), sev), msg_(msg) {}
-  void print(llvm::DiagnosticPrinter& dp) const override { dp << "mlbridge-tuning: " << msg_; }
-
- private:
-  static int kind() {
-    static const int k = llvm::getNextAvailablePluginDiagnosticKind();
-    return k;
-  }
-  const std::string& msg_;
-};
+// An error stops the build (the compiler exits non-zero): a tuning file is never half-applied.
+void fail(llvm::LLVMContext& ctx, const std::string& msg) {
+  ctx.diagnose(PluginDiagnostic("mlbridge-tuning", msg, llvm::DS_Error));
+}
 
 // Source paths compare as absolute, dot-free paths: a build that ran in
 // another folder, or gave the file as ../src/x.c, still finds its entry.
@@ -197,7 +188,7 @@ class PipelineOverridePass : public llvm::PassInfoMixin<PipelineOverridePass> {
     if (text.empty()) {
       const TuningFile& tf = tuningFile(*st_, file);
       if (!tf.error.empty()) {
-        ctx.diagnose(TuningDiagnostic(file + ": " + tf.error, llvm::DS_Error));
+        fail(ctx, file + ": " + tf.error);
         return llvm::PreservedAnalyses::all();
       }
       std::string key;
@@ -210,15 +201,13 @@ class PipelineOverridePass : public llvm::PassInfoMixin<PipelineOverridePass> {
       what = "entry '" + key + "'";
     }
     if (!st_->hooked) {
-      ctx.diagnose(TuningDiagnostic("this compiler gives plugins no pass instrumentation, so the default "
-                                    "pipeline cannot be replaced",
-                                    llvm::DS_Error));
+      fail(ctx, "this compiler gives plugins no pass instrumentation, so the default pipeline cannot be replaced");
       return llvm::PreservedAnalyses::all();
     }
     // Parsed afresh for this module: some module passes keep state between runs.
     llvm::ModulePassManager mpm;
     if (llvm::Error e = st_->pb->parsePassPipeline(mpm, text)) {
-      ctx.diagnose(TuningDiagnostic(what + " does not parse: " + llvm::toString(std::move(e)), llvm::DS_Error));
+      fail(ctx, what + " does not parse: " + llvm::toString(std::move(e)));
       return llvm::PreservedAnalyses::all();
     }
     st_->running = true;
@@ -226,7 +215,7 @@ class PipelineOverridePass : public llvm::PassInfoMixin<PipelineOverridePass> {
     st_->running = false;
     st_->skipRest = true;  // from here on, the default pipeline's optional passes are skipped
     if (llvm::verifyModule(m, &llvm::errs())) {
-      ctx.diagnose(TuningDiagnostic("the module does not verify after " + what + " (an LLVM bug)", llvm::DS_Error));
+      fail(ctx, "the module does not verify after " + what + " (an LLVM bug)");
     }
     if (trace) llvm::errs() << "mlbridge-tuning: source " << source << ": applied " << what << "\n";
     return llvm::PreservedAnalyses::none();

@@ -77,22 +77,28 @@ def ray_runtime_env() -> Dict[str, Any]:
     return {"py_modules": [os.path.dirname(mlbridge.__file__)]}
 
 
+def ray_connect(address: str, num_cpus: Optional[int] = None) -> Any:
+    """Ray, connected to the cluster at ADDRESS ("local": a Ray instance on this
+    machine with NUM_CPUS CPUs) once per process, the package shipped to workers."""
+    import ray
+    if not ray.is_initialized():
+        kwargs: Dict[str, Any] = {"include_dashboard": False, "log_to_driver": False,
+                                  "runtime_env": ray_runtime_env()}
+        if address == "local":
+            kwargs["num_cpus"] = num_cpus or os.cpu_count() or 1
+        else:
+            kwargs["address"] = address
+        ray.init(**kwargs)
+    return ray
+
+
 class RayCompiles:
     """Compiles as Ray tasks (one CPU each) on the cluster at `address` ("local":
     a Ray instance on this machine with `num_cpus` CPUs)."""
 
     def __init__(self, address: str, num_cpus: Optional[int] = None) -> None:
-        import ray
-        self._ray = ray
-        if not ray.is_initialized():
-            kwargs: Dict[str, Any] = {"include_dashboard": False, "log_to_driver": False,
-                                      "runtime_env": ray_runtime_env()}
-            if address == "local":
-                kwargs["num_cpus"] = num_cpus or os.cpu_count() or 1
-            else:
-                kwargs["address"] = address
-            ray.init(**kwargs)
-        self._task = ray.remote(num_cpus=1, max_retries=2)(_compile_task)
+        self._ray = ray_connect(address, num_cpus)
+        self._task = self._ray.remote(num_cpus=1, max_retries=2)(_compile_task)
 
     def run(self, jobs: Sequence[Job], work: str, toolchain: Toolchain, options: CompileOptions) -> List[CompiledModule]:
         models: Dict[str, Any] = {}

@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import tempfile
-from typing import Any, Dict, Optional, Tuple
+from typing import Optional, Tuple
 
 from ..corpus.compile import PLUGIN_ENV_PREFIXES, CompileOptions, Policy, Toolchain, compile_module
 from ..corpus.layout import Module
@@ -43,18 +43,9 @@ class RayCandidates:
     ("local": a Ray instance on this machine with NUM_CPUS CPUs)."""
 
     def __init__(self, address: str, num_cpus: Optional[int] = None) -> None:
-        import ray
-        from ..train.compiles import ray_runtime_env
-        self._ray = ray
-        if not ray.is_initialized():
-            kwargs: Dict[str, Any] = {"include_dashboard": False, "log_to_driver": False,
-                                      "runtime_env": ray_runtime_env()}
-            if address == "local":
-                kwargs["num_cpus"] = num_cpus or os.cpu_count() or 1
-            else:
-                kwargs["address"] = address
-            ray.init(**kwargs)
-        self._task = ray.remote(num_cpus=1, max_retries=2)(_candidate_task)
+        from ..train.compiles import ray_connect
+        self._ray = ray_connect(address, num_cpus)
+        self._task = self._ray.remote(num_cpus=1, max_retries=2)(_candidate_task)
 
     def candidate(self, module: Module, pipeline: str, toolchain: Toolchain, options: CompileOptions, work: str,
                   tag: str) -> Tuple[Optional[int], Optional[int], float, Optional[str]]:

@@ -23,14 +23,18 @@ import sys
 
 import pytest
 
-from conftest import PLUGIN, ROOT, run
+import plugin_driver
+from conftest import PLUGIN, ROOT
 
 from mlbridge.corpus.compile import Toolchain
 from mlbridge.benchmark.speed_check import kernel_benchmarks
 from mlbridge.tune import TuneError, TuneOptions, flags, read, tune
 from mlbridge.tune.workloads import benchmark_corpus, build_with, check_command
 
-CLANG = shutil.which("clang-19") or "clang-19"
+# the LLVM the plugin was built against (ctest sets the tools folder: LLVM 19, or 22)
+CLANG = plugin_driver.tool("clang")
+MAJOR = int(subprocess.run([CLANG, "--version"], capture_output=True, text=True, timeout=30,
+                           stdin=subprocess.DEVNULL).stdout.split("version ")[1].split(".")[0])
 INTERP = os.path.join(ROOT, "tests", "corpus", "interp.c")
 
 
@@ -71,7 +75,7 @@ def test_a_pipeline_replaces_the_default_one(tmp_path):
 
 
 def _tuning(tmp_path, modules, **top):
-    d = {"format": "mlbridge-tuning", "version": 1, "llvm_major": 19, "modules": modules}
+    d = {"format": "mlbridge-tuning", "version": 1, "llvm_major": MAJOR, "modules": modules}
     d.update(top)
     p = tmp_path / "t.json"
     p.write_text(json.dumps(d))
@@ -103,14 +107,14 @@ def test_a_tuning_file_applies_by_path_suffix_from_another_folder(tmp_path):
 @pytest.mark.parametrize("content,says", [
     ("{\"format\": \"mlbri", "damaged (not JSON"),
     (json.dumps({"format": "other", "version": 1}), "not a tuning file"),
-    (json.dumps({"format": "mlbridge-tuning", "version": 2, "llvm_major": 19, "modules": {}}), "version 2"),
-    (json.dumps({"format": "mlbridge-tuning", "version": 1, "llvm_major": 18, "modules": {}}),
-     "written for LLVM 18, this is LLVM 19"),
-    (json.dumps({"format": "mlbridge-tuning", "version": 1, "llvm_major": 19,
+    (json.dumps({"format": "mlbridge-tuning", "version": 2, "llvm_major": MAJOR, "modules": {}}), "version 2"),
+    (json.dumps({"format": "mlbridge-tuning", "version": 1, "llvm_major": MAJOR - 1, "modules": {}}),
+     f"written for LLVM {MAJOR - 1}, this is LLVM {MAJOR}"),
+    (json.dumps({"format": "mlbridge-tuning", "version": 1, "llvm_major": MAJOR,
                  "modules": {"x.c": {"pipeline": "function(no-such-pass)"}}}), "does not parse with this LLVM"),
-    (json.dumps({"format": "mlbridge-tuning", "version": 1, "llvm_major": 19,
+    (json.dumps({"format": "mlbridge-tuning", "version": 1, "llvm_major": MAJOR,
                  "modules": {"/abs/x.c": {"pipeline": "function(sroa)"}}}), "is not a relative path"),
-    (json.dumps({"format": "mlbridge-tuning", "version": 1, "llvm_major": 19, "modules": {"x.c": {}}}),
+    (json.dumps({"format": "mlbridge-tuning", "version": 1, "llvm_major": MAJOR, "modules": {"x.c": {}}}),
      "has no \"pipeline\" string"),
 ])
 def test_a_bad_tuning_file_stops_the_build_in_one_line(tmp_path, content, says):
@@ -143,7 +147,7 @@ def workload_corpus(sha256, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def toolchain():
-    return Toolchain.find(plugin=PLUGIN, need_plugin=True)
+    return Toolchain.find(CLANG, plugin=PLUGIN, need_plugin=True)
 
 
 @pytest.fixture(scope="module")
@@ -173,7 +177,7 @@ def test_the_tuning_file_applied_to_a_plain_build(tuned, sha256, toolchain, tmp_
     """What users do: their own compile commands plus the flags; same bytes twice, right output."""
     out, report = tuned
     tf = read(os.path.join(out, "tuning.json"))
-    assert tf.llvm_major == 19 and all(k.endswith(".c") and not k.startswith("/") for k in tf.modules)
+    assert tf.llvm_major == MAJOR and all(k.endswith(".c") and not k.startswith("/") for k in tf.modules)
     fl = flags(toolchain.plugin, os.path.join(out, "tuning.json"))
     exe1, got1 = build_with(sha256, str(tmp_path / "a"), CLANG, fl)
     exe2, got2 = build_with(sha256, str(tmp_path / "b"), CLANG, fl)
