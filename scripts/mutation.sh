@@ -127,6 +127,12 @@ for pkg in "${!files_of[@]}"; do
   for d in bench examples policies integrations proto tools include; do
     [ -e "$root/$d" ] && ln -s "$root/$d" "$work/mutants/$d"
   done
+  # the C++ sources some tests read (the engine's op list): beside the mutated
+  # package in mutants/src, one link per folder
+  mkdir -p "$work/mutants/src"
+  for d in "$root"/src/*/; do
+    d=${d%/}; [ "$(basename "$d")" = mlbridge ] || ln -s "$d" "$work/mutants/src/$(basename "$d")"
+  done
   only=""
   for f in ${files_of[$pkg]}; do only+="    $f"$'\n'; done
   sel=""
