@@ -16,7 +16,6 @@
 #include <llvm/Support/Error.h>
 #include <llvm/Support/raw_ostream.h>
 
-#include <cstdlib>
 #include <string>
 #include <utility>
 #include <vector>
@@ -25,6 +24,7 @@
 #include "phase_ordering_actions.h"
 #include "phase_ordering_features.h"
 #include "phase_ordering_runner.h"
+#include "option_or_env.h"
 #include "plugin_diagnostic.h"
 
 namespace mlbridge_llvm {
@@ -47,27 +47,6 @@ llvm::cl::opt<unsigned> TimeoutOpt("mlbridge-po-timeout-ms",
                                    llvm::cl::desc("phase ordering: pipe connect/reply bound (default 10000)"));
 llvm::cl::opt<bool> VerifyOpt("mlbridge-po-verify", llvm::cl::desc("phase ordering: verify the module after each step"));
 llvm::cl::opt<bool> TraceOpt("mlbridge-po-trace", llvm::cl::desc("phase ordering: print each step to stderr"));
-
-std::string pick(const llvm::cl::opt<std::string>& opt, const char* env, const char* fallback) {
-  if (opt.getNumOccurrences()) return opt;
-  const char* v = std::getenv(env);
-  return v && *v ? v : fallback;
-}
-
-unsigned pickUnsigned(const llvm::cl::opt<unsigned>& opt, const char* env, unsigned fallback) {
-  if (opt.getNumOccurrences()) return opt;
-  const char* v = std::getenv(env);
-  if (!v || !*v) return fallback;
-  char* end = nullptr;
-  unsigned long n = std::strtoul(v, &end, 10);
-  return (*end == '\0' && n <= 1000000) ? static_cast<unsigned>(n) : fallback;
-}
-
-bool pickBool(const llvm::cl::opt<bool>& opt, const char* env, bool fallback) {
-  if (opt.getNumOccurrences()) return opt;
-  const char* v = std::getenv(env);
-  return v && *v ? llvm::StringRef(v) != "0" : fallback;
-}
 
 #ifdef NDEBUG
 constexpr bool kVerifyByDefault = false;

@@ -30,13 +30,13 @@
 #include <llvm/Support/Path.h>
 #include <llvm/Support/raw_ostream.h>
 
-#include <cstdlib>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <utility>
 
+#include "option_or_env.h"
 #include "passes.h"
 #include "plugin_diagnostic.h"
 
@@ -58,18 +58,6 @@ constexpr const char* kFormat = "mlbridge-tuning";
 constexpr int64_t kVersion = 1;
 // a tuning file larger than this is not one `mlbridge tune` wrote
 constexpr uint64_t kMaxFileBytes = 64ull << 20;
-
-std::string fromOptionOrEnv(const llvm::cl::opt<std::string>& opt, const char* env) {
-  if (opt.getNumOccurrences()) return opt;
-  const char* v = std::getenv(env);
-  return v ? v : "";
-}
-
-bool traceOn() {
-  if (TuningTraceOpt.getNumOccurrences()) return TuningTraceOpt;
-  const char* v = std::getenv("MLBRIDGE_TUNING_TRACE");
-  return v && *v && llvm::StringRef(v) != "0";
-}
 
 // An error stops the build (the compiler exits non-zero): a tuning file is never half-applied.
 void fail(llvm::LLVMContext& ctx, const std::string& msg) {
@@ -174,9 +162,9 @@ class PipelineOverridePass : public llvm::PassInfoMixin<PipelineOverridePass> {
   llvm::PreservedAnalyses run(llvm::Module& m, llvm::ModuleAnalysisManager& mam) {
     // A pipeline that names default<Oz> runs this pass again inside: leave it be.
     if (st_->running) return llvm::PreservedAnalyses::all();
-    std::string text = fromOptionOrEnv(PipelineOpt, "MLBRIDGE_PO_PIPELINE");
-    std::string file = fromOptionOrEnv(TuningOpt, "MLBRIDGE_TUNING");
-    bool trace = traceOn();
+    std::string text = pick(PipelineOpt, "MLBRIDGE_PO_PIPELINE", "");
+    std::string file = pick(TuningOpt, "MLBRIDGE_TUNING", "");
+    bool trace = pickBool(TuningTraceOpt, "MLBRIDGE_TUNING_TRACE", false);
     llvm::LLVMContext& ctx = m.getContext();
     std::string source = normalizedSource(m.getSourceFileName());
     if (text.empty() && file.empty()) {
