@@ -36,6 +36,7 @@ import json
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import threading
 import time
@@ -357,10 +358,11 @@ class Tuner:
             t.start()
         next_save = time.monotonic() + CHECKPOINT_EVERY
         try:
-            while any(t.is_alive() for t in threads):
-                threads[0].join(timeout=1.0) if threads[0].is_alive() else None
-                for t in threads:
-                    t.join(timeout=0.2)
+            while True:
+                alive = [t for t in threads if t.is_alive()]
+                if not alive:
+                    break
+                alive[0].join(timeout=1.0)   # wakes at once when the workers end
                 now = time.monotonic()
                 if self.tick is not None:
                     best = self._total_best()
@@ -485,13 +487,20 @@ class Tuner:
         if not r.ok or not r.object_path:
             return f"the link failed: {r.error}"
         cmd = self.opts.check.replace("{program}", shlex.quote(r.object_path))   # type: ignore[union-attr]
+        # its own process group: a check that hangs is killed with everything it started
+        proc = subprocess.Popen(cmd, shell=True, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL, cwd=os.path.dirname(r.object_path), start_new_session=True)
         try:
-            proc = subprocess.run(cmd, shell=True, stdin=subprocess.DEVNULL, capture_output=True,
-                                  timeout=self.opts.check_timeout, cwd=os.path.dirname(r.object_path))
-            return (proc.returncode, proc.stdout)
+            out, _ = proc.communicate(timeout=self.opts.check_timeout)
+            return (proc.returncode, out)
         except subprocess.TimeoutExpired:
             return how_it_ended(None, timed_out=True, timeout=self.opts.check_timeout)
         finally:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            proc.communicate()
             _unlink(r.object_path)
 
     # -- the tuned build against -Oz's: IR instructions, compile time -----------

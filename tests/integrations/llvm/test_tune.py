@@ -281,3 +281,16 @@ def test_corpus_evaluate_scores_a_tuning_file_as_the_tuner_did(tuned, workload_c
     rc, d, err = evaluate("--policy", "pipeline:function(no-such-pass)")
     assert rc == 1 and d["total"]["ok"] == 0 and d["total"]["failed"] == len(report["modules"])
     assert all(m["policy_score"] is None for m in d["modules"])
+
+
+def test_a_check_that_hangs_is_bounded_and_named(workload_corpus, toolchain, tmp_path):
+    """A --check command past its bound on -Oz's own build stops the tune in one
+    line (nothing is judged by a check that gave no answer); no tuning file."""
+    with pytest.raises(TuneError) as e:
+        tune(workload_corpus, str(tmp_path / "out"), toolchain,
+             TuneOptions(budget_minutes=0.02, jobs=2, check="sleep 61 & wait # {program}", check_timeout=0.5))
+    assert "the check of -Oz's build failed" in str(e.value) and "\n" not in str(e.value)
+    assert not (tmp_path / "out" / "tuning.json").exists()
+    # the check's own children were killed with it, not only its shell: no `sleep 61` left behind
+    left = subprocess.run(["pgrep", "-fx", "sleep 61"], capture_output=True, text=True, timeout=30)
+    assert left.stdout.strip() == "", left.stdout
