@@ -111,7 +111,7 @@ if(MLBRIDGE_BUILD_TESTS AND Python3_FOUND AND TARGET MLBridgeLLVMAot)
   if(TARGET MLBridgeLLVMFull AND TARGET mlbridge_grpc)
     list(APPEND _mlb_llvm_env "MLBRIDGE_LLVM_HAVE_GRPC=1")
   endif()
-  foreach(_t inliner faults training filecheck corpus_evaluate settings room train tune)
+  foreach(_t inliner faults training filecheck corpus_evaluate settings room train tune order_policy)
     add_test(NAME llvm.${_t}
              COMMAND ${Python3_EXECUTABLE} -m pytest -q -p no:cacheprovider ${MLBRIDGE_LLVM_TEST_DIR}/test_${_t}.py
              WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
@@ -126,7 +126,7 @@ if(MLBRIDGE_BUILD_TESTS AND Python3_FOUND AND TARGET MLBridgeLLVMAot)
   set_tests_properties(llvm.corpus_evaluate PROPERTIES TIMEOUT 900)
   # whole programs linked in four settings, ThinLTO backends, the room search and
   # training under LTO: minutes on a loaded 2-core machine (a bound on hangs only)
-  set_tests_properties(llvm.settings llvm.room llvm.train llvm.tune PROPERTIES TIMEOUT 1200)
+  set_tests_properties(llvm.settings llvm.room llvm.train llvm.tune llvm.order_policy PROPERTIES TIMEOUT 1200)
   # A TensorFlow SavedModel compiled by XLA, loaded by the plugin (tests/tfaot, cmake/tfaot.cmake).
   if(TARGET MLBridgeTfAotInliner)
     add_test(NAME tf.llvm

@@ -1,9 +1,14 @@
-// A pass order in place of the -Oz pipeline, inside clang (docs/tuning.md):
+// A pass order in place of the -Oz pipeline, inside clang (docs/tuning.md,
+// docs/phase-ordering-policy.md):
 //   clang-19 -Oz -fplugin=libMLBridgeLLVM.so -fpass-plugin=libMLBridgeLLVM.so
 //            -mllvm -mlbridge-tuning=program.tuning.json -c x.c
 // A tuning file (written by `mlbridge tune`) maps source files to pass
 // pipelines; `-mlbridge-po-pipeline=TEXT` gives one pipeline for every module
-// (what the tuner's candidates use). At the start of the optimization
+// (what the tuner's candidates use); `-mlbridge-po-policy=FILE` (from
+// `mlbridge train orders`) names a few orders for any module: each is compiled
+// in-process beside -Oz and the smallest object wins (-Oz on a tie), so no
+// module grows. Precedence: pipeline, then the tuning file's entry for the
+// module, then the policy. At the start of the optimization
 // pipeline the module's pipeline runs, then every optional pass of the
 // default pipeline is skipped through the pass-instrumentation hook (required
 // passes such as the always-inliner still run; code generation is clang's
@@ -29,6 +34,7 @@
 #include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/Path.h>
 #include <llvm/Support/raw_ostream.h>
+#include <llvm/Transforms/Utils/Cloning.h>
 
 #include <map>
 #include <memory>
@@ -36,8 +42,12 @@
 #include <string>
 #include <utility>
 
+#include "object_size.h"
+#include "pass_builder_access.h"
 #include "option_or_env.h"
+#include "order_policy.h"
 #include "passes.h"
+#include "phase_ordering_features.h"
 #include "plugin_diagnostic.h"
 
 namespace mlbridge_llvm {
@@ -52,6 +62,16 @@ llvm::cl::opt<std::string> TuningOpt("mlbridge-tuning",
 llvm::cl::opt<bool> TuningTraceOpt("mlbridge-tuning-trace",
                                    llvm::cl::desc("print the module's source file and what was applied "
                                                   "(env MLBRIDGE_TUNING_TRACE=1)"));
+
+llvm::cl::opt<std::string> PolicyOpt("mlbridge-po-policy",
+                                     llvm::cl::desc("order policy from `mlbridge train orders`: its orders are compiled "
+                                                    "beside -Oz, the smallest object is kept (env MLBRIDGE_PO_POLICY)"));
+llvm::cl::opt<unsigned> TriesOpt("mlbridge-po-tries",
+                                 llvm::cl::desc("order policy: orders tried per module besides -Oz (default: the "
+                                                "file's; env MLBRIDGE_PO_TRIES)"));
+llvm::cl::opt<bool> MeasureOpt("mlbridge-po-measure",
+                               llvm::cl::desc("order policy: try every order of the file and print each one's size "
+                                              "(training labels; env MLBRIDGE_PO_MEASURE=1)"));
 
 // the tuning file's format and the one version this plugin reads
 constexpr const char* kFormat = "mlbridge-tuning";
@@ -143,6 +163,17 @@ struct OverrideState {
   bool skipRest = false;
   bool running = false;  // the module's pipeline is running (it may contain default<Oz>)
   std::unique_ptr<TuningFile> tuning;
+  std::unique_ptr<OrderPolicy> policy;
+  // clang's tuning options, kept at registration: parsing "default<Oz>"
+  // rewrites the PassBuilder's (pass_builder_access.h)
+  llvm::PipelineTuningOptions clangTuning;
+
+  // Parses TEXT into MPM and puts clang's tuning options back.
+  llvm::Error parse(llvm::ModulePassManager& mpm, llvm::StringRef text) {
+    llvm::Error e = pb->parsePassPipeline(mpm, text);
+    tuningOptionsOf(*pb) = clangTuning;
+    return e;
+  }
 };
 
 const TuningFile& tuningFile(OverrideState& st, const std::string& path) {
@@ -150,8 +181,21 @@ const TuningFile& tuningFile(OverrideState& st, const std::string& path) {
     st.tuning = std::make_unique<TuningFile>();
     st.tuning->path = path;
     st.tuning->error = loadInto(*st.tuning, *st.pb);
+    tuningOptionsOf(*st.pb) = st.clangTuning;
   }
   return *st.tuning;
+}
+
+OrderPolicy& orderPolicy(OverrideState& st, const std::string& path) {
+  if (!st.policy || st.policy->path() != path) {
+    st.policy = OrderPolicy::load(path, *st.pb);
+    tuningOptionsOf(*st.pb) = st.clangTuning;
+  }
+  return *st.policy;
+}
+
+void warnPolicy(llvm::LLVMContext& ctx, const std::string& msg) {
+  ctx.diagnose(PluginDiagnostic("mlbridge-po-policy", msg, llvm::DS_Warning));
 }
 
 class PipelineOverridePass : public llvm::PassInfoMixin<PipelineOverridePass> {
@@ -164,29 +208,34 @@ class PipelineOverridePass : public llvm::PassInfoMixin<PipelineOverridePass> {
     if (st_->running) return llvm::PreservedAnalyses::all();
     std::string text = pick(PipelineOpt, "MLBRIDGE_PO_PIPELINE", "");
     std::string file = pick(TuningOpt, "MLBRIDGE_TUNING", "");
+    std::string policy = pick(PolicyOpt, "MLBRIDGE_PO_POLICY", "");
     bool trace = pickBool(TuningTraceOpt, "MLBRIDGE_TUNING_TRACE", false);
     llvm::LLVMContext& ctx = m.getContext();
     std::string source = normalizedSource(m.getSourceFileName());
-    if (text.empty() && file.empty()) {
+    if (text.empty() && file.empty() && policy.empty()) {
       // the tuner reads each module's source path from this line
       if (trace) llvm::errs() << "mlbridge-tuning: source " << source << ": default pipeline\n";
       return llvm::PreservedAnalyses::all();
     }
     std::string what = "the pipeline given";
-    if (text.empty()) {
+    if (text.empty() && !file.empty()) {
       const TuningFile& tf = tuningFile(*st_, file);
       if (!tf.error.empty()) {
         fail(ctx, file + ": " + tf.error);
         return llvm::PreservedAnalyses::all();
       }
       std::string key;
-      const std::string* found = tf.find(source, &key);
-      if (!found) {
+      if (const std::string* found = tf.find(source, &key)) {
+        text = *found;
+        what = "entry '" + key + "'";
+      } else if (policy.empty()) {
         if (trace) llvm::errs() << "mlbridge-tuning: source " << source << ": not in the file, default pipeline\n";
         return llvm::PreservedAnalyses::all();
       }
-      text = *found;
-      what = "entry '" + key + "'";
+    }
+    if (text.empty()) {
+      // the policy: -Oz unless one of its orders compiles smaller
+      if (!choosePolicyOrder(m, mam, policy, source, trace, &text, &what)) return llvm::PreservedAnalyses::all();
     }
     if (!st_->hooked) {
       fail(ctx, "this compiler gives plugins no pass instrumentation, so the default pipeline cannot be replaced");
@@ -194,7 +243,7 @@ class PipelineOverridePass : public llvm::PassInfoMixin<PipelineOverridePass> {
     }
     // Parsed afresh for this module: some module passes keep state between runs.
     llvm::ModulePassManager mpm;
-    if (llvm::Error e = st_->pb->parsePassPipeline(mpm, text)) {
+    if (llvm::Error e = st_->parse(mpm, text)) {
       fail(ctx, what + " does not parse: " + llvm::toString(std::move(e)));
       return llvm::PreservedAnalyses::all();
     }
@@ -210,6 +259,105 @@ class PipelineOverridePass : public llvm::PassInfoMixin<PipelineOverridePass> {
   }
 
  private:
+  // Runs TEXT (nullptr: -Oz's pipeline) on a copy of M and measures the object.
+  bool trial(llvm::Module& m, llvm::ModuleAnalysisManager& mam, llvm::TargetMachine& tm, const std::string* text,
+             ObjectSize* size, std::string* error) {
+    std::unique_ptr<llvm::Module> copy = llvm::CloneModule(m);
+    llvm::ModulePassManager mpm;
+    if (!text) {
+      // clang's own -Oz pipeline (not "default<Oz>", which is opt's: no SLP vectorizer)
+      tuningOptionsOf(*st_->pb) = st_->clangTuning;
+      mpm = st_->pb->buildPerModuleDefaultPipeline(llvm::OptimizationLevel::Oz);
+    } else if (llvm::Error e = st_->parse(mpm, *text)) {
+      *error = "does not parse: " + llvm::toString(std::move(e));
+      return false;
+    }
+    st_->running = true;
+    mpm.run(*copy, mam);
+    st_->running = false;
+    // The copy's analyses go with it (clearing its module-level proxies
+    // clears the function and SCC analysis managers too, so no result keyed
+    // by a freed function survives).
+    mam.clear(*copy, copy->getName());
+    if (llvm::verifyModule(*copy, nullptr)) {
+      *error = "the module does not verify after it";
+      return false;
+    }
+    return measureObject(*copy, tm, size, error);
+  }
+
+  // The policy's choice for M: false (compile as -Oz) when -Oz is smallest or
+  // nothing can be measured; else *text is the winning order. Problems with the
+  // policy are one warning line and the module compiles as -Oz.
+  bool choosePolicyOrder(llvm::Module& m, llvm::ModuleAnalysisManager& mam, const std::string& path,
+                         const std::string& source, bool trace, std::string* text, std::string* what) {
+    llvm::LLVMContext& ctx = m.getContext();
+    OrderPolicy& policy = orderPolicy(*st_, path);
+    if (!policy.error().empty()) {
+      warnPolicy(ctx, path + ": " + policy.error() + "; compiled as -Oz");
+      return false;
+    }
+    llvm::TargetMachine* tm = targetMachineOf(*st_->pb);
+    if (!tm) {
+      warnPolicy(ctx, "no target machine to measure objects with (give opt -mtriple); compiled as -Oz");
+      return false;
+    }
+    bool measure = pickBool(MeasureOpt, "MLBRIDGE_PO_MEASURE", false);
+    std::vector<size_t> chosen;
+    if (measure) {
+      for (size_t i = 0; i < policy.orders().size(); ++i) chosen.push_back(i);
+    } else {
+      std::string err;
+      unsigned tries = pickUnsigned(TriesOpt, "MLBRIDGE_PO_TRIES", policy.tries());
+      if (!policy.choose(m, tries, &chosen, &err)) {
+        warnPolicy(ctx, path + ": " + err + "; compiled as -Oz");
+        return false;
+      }
+    }
+    if (measure) {
+      int64_t f[kNumPhaseOrderFeatures];
+      computePhaseOrderFeatures(m, f);
+      llvm::errs() << "mlbridge-po-policy: features " << source << ":";
+      for (int64_t v : f) llvm::errs() << " " << v;
+      llvm::errs() << "\n";
+    }
+    std::string err;
+    ObjectSize oz, best;
+    if (!trial(m, mam, *tm, nullptr, &oz, &err)) {
+      warnPolicy(ctx, "-Oz cannot be measured (" + err + "); compiled as -Oz");
+      return false;
+    }
+    if (measure) llvm::errs() << "mlbridge-po-policy: measure " << source << ": oz " << oz.stored << " " << oz.text << "\n";
+    best = oz;
+    std::optional<size_t> winner;
+    for (size_t i : chosen) {
+      ObjectSize s;
+      if (!trial(m, mam, *tm, &policy.orders()[i], &s, &err)) {
+        // an order this LLVM cannot run on this module is not a candidate
+        warnPolicy(ctx, "order " + std::to_string(i) + " on " + source + ": " + err + "; not a candidate");
+        if (measure) llvm::errs() << "mlbridge-po-policy: measure " << source << ": order " << i << " failed\n";
+        continue;
+      }
+      if (measure)
+        llvm::errs() << "mlbridge-po-policy: measure " << source << ": order " << i << " " << s.stored << " " << s.text
+                     << "\n";
+      if (s.stored < best.stored || (s.stored == best.stored && s.text < best.text)) {
+        best = s;
+        winner = i;
+      }
+    }
+    if (trace) {
+      llvm::errs() << "mlbridge-tuning: source " << source << ": policy tried " << chosen.size() << " orders [";
+      for (size_t k = 0; k < chosen.size(); ++k) llvm::errs() << (k ? " " : "") << chosen[k];
+      llvm::errs() << "], kept " << (winner ? "order " + std::to_string(*winner) : std::string("-Oz")) << " ("
+                   << best.stored << " stored bytes, -Oz " << oz.stored << ")\n";
+    }
+    if (!winner) return false;
+    *text = policy.orders()[*winner];
+    *what = "policy order " + std::to_string(*winner);
+    return true;
+  }
+
   std::shared_ptr<OverrideState> st_;
 };
 
@@ -218,6 +366,7 @@ class PipelineOverridePass : public llvm::PassInfoMixin<PipelineOverridePass> {
 void registerPipelineOverride(llvm::PassBuilder& pb) {
   auto st = std::make_shared<OverrideState>();
   st->pb = &pb;
+  st->clangTuning = tuningOptionsOf(pb);
   if (llvm::PassInstrumentationCallbacks* pic = pb.getPassInstrumentationCallbacks()) {
     st->hooked = true;
     pic->registerShouldRunOptionalPassCallback([st](llvm::StringRef, llvm::Any) { return !st->skipRest; });

@@ -7,6 +7,7 @@ problems/eviction/trainer.py, docs/training.md "Register allocation: training").
                        [--steps N] [--minutes M] [--modules-per-step K] [-j N]
     mlbridge train search CORPUS... -o RUN [--tries 48] [--minutes M] [--hidden 16] [-j N]
     mlbridge train report RUN [--eval CORPUS...] [--train CORPUS...]
+    mlbridge train orders CORPUS... -o OUT --tunes TUNE_DIR... [--tries 3] [-j N]   (phase ordering)
 
 ``run`` resumes when RUN already holds a checkpoint (state.json). ``--init oz``
 starts from behavioral cloning of the -Oz heuristic's decisions (its training
@@ -88,6 +89,29 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     _run_options(s)
     problem_flag.add_argument(s)
     s.set_defaults(run=run_search_cmd)
+
+    o = ts.add_parser("orders", help="a phase-ordering policy (a coreset of pass orders, maybe a ranker) "
+                      "learned from `mlbridge tune` runs on training projects",
+                      description="Learns an order policy that clang applies to any module with the plugin "
+                      "(-mlbridge-po-policy=FILE): a few whole pass orders from `mlbridge tune` searches, each "
+                      "compiled beside -Oz in-process, the smallest object kept. Measures every candidate on "
+                      "every module of the training CORPORA (resumable: OUT/labels.jsonl), chooses the coreset "
+                      "greedily and, if the leave-one-project-out figures favour it, a ranker that picks per "
+                      "module. Writes OUT/policy/order_policy.json and OUT/report.md. "
+                      "docs/phase-ordering-policy.md")
+    o.add_argument("corpora", nargs="+", help="training corpus folders")
+    o.add_argument("-o", "--out", required=True, help="output folder (resumable)")
+    o.add_argument("--tunes", nargs="+", default=[], metavar="TUNE_DIR",
+                   help="`mlbridge tune` output folders of training projects: their winning orders are the "
+                        "candidates (needed on the first run into OUT)")
+    o.add_argument("--tries", type=int, default=3, help="orders compiled per module besides -Oz (default 3)")
+    o.add_argument("--coreset", type=int, default=16, help="orders the ranker chooses among (default 16)")
+    o.add_argument("--max-orders", type=int, default=48, help="candidate orders measured (default 48)")
+    o.add_argument("--choose", choices=["auto", "fixed", "ranker"], default="auto",
+                   help="fixed coreset or ranker; auto: what the leave-one-project-out figures favour")
+    o.add_argument("-j", "--jobs", type=int, default=0, help="parallel compiles (default: all cores)")
+    _run_options(o)
+    o.set_defaults(run=run_orders, timeout=600.0)
 
     from .train_room import add_parser as add_room
     add_room(ts, _run_options)
@@ -280,6 +304,38 @@ def run_search_cmd(args: argparse.Namespace) -> int:
         if "train_total_reward" in summary:
             line += f", {100 * summary['train_total_reward']:+.2f}% .text vs -Oz on the training modules"
         print(line + f"; policy: {summary['policy']}")
+    return 0
+
+
+def run_orders(args: argparse.Namespace) -> int:
+    from ..core.errors import ArgumentError, MLBridgeError
+    from ..corpus.compile import CompileSetupError, Toolchain
+    from ..train.orders.run import OrdersConfig, train_orders
+    from ..tune.run import _llvm_major
+    try:
+        toolchain = Toolchain.find(args.clang, args.plugin, need_plugin=True)
+    except CompileSetupError as exc:
+        raise usage_error(exc) from None
+    cfg = OrdersConfig(tries=args.tries, max_orders=args.max_orders, coreset=args.coreset, jobs=args.jobs,
+                       timeout=args.timeout, seed=args.seed, choose=args.choose)
+    note = (lambda line: None) if args.quiet else (lambda line: print(f"mlbridge train orders: {line}",
+                                                                          file=sys.stderr, flush=True))
+    try:
+        summary = train_orders(args.out, args.corpora, args.tunes, toolchain, cfg,
+                               llvm_major=_llvm_major(toolchain.version), stage=progress_stage(args), note=note)
+    except ArgumentError as exc:   # worded with the flag the user typed
+        flag = "CORPUS" if exc.argument == "corpora" else "--" + exc.argument.replace("_", "-")
+        raise UsageError(exc.worded(flag)) from None
+    except MLBridgeError as exc:
+        raise usage_error(exc) from None
+    if args.json:
+        print(json.dumps(summary))
+    elif not args.quiet:
+        cv = summary["cv"]
+        print(f"{summary['kind']} policy, {summary['tries']} tries per module: held-out projects "
+              f"{100 * (cv[summary['kind']] - 1):+.2f}% stored bytes against -Oz (geomean; fixed "
+              f"{100 * (cv['fixed'] - 1):+.2f}%, ranker {100 * (cv['ranker'] - 1):+.2f}%, every candidate "
+              f"{100 * (cv['oracle'] - 1):+.2f}%); policy: {summary['policy']}")
     return 0
 
 

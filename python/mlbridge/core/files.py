@@ -30,3 +30,11 @@ def write_json_atomic(path: str, obj: Any, *, indent: Optional[int] = None, newl
             if newline:
                 f.write("\n")
     return replace_when_complete(path + ".tmp", path, write)
+
+
+def write_text_atomic(path: str, text: str) -> str:
+    """TEXT to PATH through PATH.tmp (removed if the write fails); returns PATH."""
+    def write(tmp: str) -> None:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+    return replace_when_complete(path + ".tmp", path, write)

@@ -127,7 +127,8 @@ class Policy:
     @staticmethod
     def parse(spec: str, argument: str = "policy") -> "Policy":
         """``oz``, ``PATH.onnx``, ``python:MODULE:FN``, ``callees:FILE``,
-        ``tuning:FILE`` or ``pipeline:TEXT``; a PolicyError about ``argument`` otherwise."""
+        ``tuning:FILE``, ``orders:FILE`` or ``pipeline:TEXT``; a PolicyError about
+        ``argument`` otherwise."""
         if spec in ("oz", "default"):   # the baseline: -Oz's heuristic, the default advisor
             return Policy("oz", spec)
         if spec.startswith("tuning:"):  # a tuning file from `mlbridge tune` (phase ordering)
@@ -135,6 +136,11 @@ class Policy:
             if not os.path.isfile(path):
                 raise PolicyError(argument, f"{{arg}} {spec}: no such tuning file")
             return Policy("tuning", spec, model=os.path.abspath(path))
+        if spec.startswith("orders:"):  # an order policy from `mlbridge train orders` (phase ordering)
+            path = spec[len("orders:"):]
+            if not os.path.isfile(path):
+                raise PolicyError(argument, f"{{arg}} {spec}: no such order policy file")
+            return Policy("orders", spec, model=os.path.abspath(path))
         if spec.startswith("pipeline:") and len(spec) > len("pipeline:"):
             return Policy.pipeline(spec[len("pipeline:"):])
         if spec.startswith("callees:"):
@@ -157,7 +163,7 @@ class Policy:
                 raise PolicyError(argument, f"{{arg}} {spec}: no such model file")
             return Policy("onnx", spec, model=os.path.abspath(spec))
         raise PolicyError(argument, f"{{arg}} {spec!r}: expected oz, MODEL.onnx, python:MODULE:FN, callees:FILE, "
-                          "tuning:FILE or pipeline:TEXT")
+                          "tuning:FILE, orders:FILE or pipeline:TEXT")
 
 
 @dataclass(frozen=True)

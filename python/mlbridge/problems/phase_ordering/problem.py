@@ -24,6 +24,8 @@ from ..base import Compiled, PolicyLike, Problem, ProblemError
 MODULE_FEATURES = 32
 #: the plugin's trace line for a module whose pipeline it replaced
 APPLIED = "mlbridge-tuning: source "
+#: the plugin's warnings about an order policy (the module compiled as -Oz)
+POLICY_WARNING = "mlbridge-po-policy: "
 
 
 class PhaseOrdering(Problem):
@@ -46,8 +48,10 @@ class PhaseOrdering(Problem):
             return [f"-mlbridge-tuning={policy.model}", "-mlbridge-tuning-trace"]
         if policy.kind == "pipeline":
             return [f"-mlbridge-po-pipeline={policy.model}", "-mlbridge-tuning-trace"]
+        if policy.kind == "orders":
+            return [f"-mlbridge-po-policy={policy.model}", "-mlbridge-tuning-trace"]
         raise ProblemError("policy", f"{{arg}} {policy.spec}: in clang the {self.name} problem takes tuning:FILE "
-                           "(from `mlbridge tune`) or pipeline:TEXT")
+                           "(from `mlbridge tune`), orders:FILE (from `mlbridge train orders`) or pipeline:TEXT")
 
     def verdict(self, stderr: str, policy: PolicyLike) -> Tuple[Optional[str], Optional[int]]:
         """Decisions: modules whose pipeline was replaced. A pipeline given for
@@ -61,6 +65,14 @@ class PhaseOrdering(Problem):
             return "the plugin did not replace the pipeline (was it loaded, and the module optimized?)", None
         if policy.kind == "tuning" and not lines:
             return "the plugin did not read the tuning file (was it loaded?)", None
+        if policy.kind == "orders":
+            # a policy the plugin could not use compiled the module as -Oz: that is
+            # a failure of the policy, never an -Oz size reported as its result
+            for ln in stderr.splitlines():
+                if POLICY_WARNING in ln and "warning" in ln:
+                    return ln.split(POLICY_WARNING, 1)[1].strip(), None
+            if not any(": policy tried " in ln for ln in lines):
+                return "the plugin did not apply the order policy (was it loaded, and the module optimized?)", None
         return None, applied
 
     def measure(self, compiled: Compiled) -> float:

@@ -1,0 +1,87 @@
+"""Candidate orders from ``mlbridge tune`` runs on training projects: each
+module's best order where it beat -Oz, ranked by how much it saved there.
+
+A tune of an evaluation-split project is refused: what the policy learns must
+not have seen the projects it is judged on (docs/training.md, the split)."""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from typing import Dict, List, Sequence, Tuple
+
+from ...core.errors import ArgumentError
+from ...corpus.recipes import recipes
+from ...tune.actions import STEPS, order_names, pipeline_text
+from ...tune.search import seeds
+
+
+class CandidateError(ArgumentError):
+    """A tune folder that cannot be used (the message is one line)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("tunes", message)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    order: Tuple[int, ...]
+    #: the largest share of -Oz's stored bytes it saved on a module of the tunes (0 for seeds)
+    gain: float
+    #: where it was found ("corpus:module"), or "seed"
+    origin: str
+
+    @property
+    def pipeline(self) -> str:
+        return pipeline_text(self.order)
+
+    @property
+    def names(self) -> str:
+        return order_names(self.order)
+
+
+def evaluation_projects() -> Dict[str, str]:
+    """Corpus folder name -> recipe name, for the recipes of the evaluation split."""
+    return {r.name: r.name for r in recipes().values() if r.split == "eval"}
+
+
+def from_tunes(tune_dirs: Sequence[str], limit: int) -> List[Candidate]:
+    """Up to LIMIT distinct orders: the seeds every tune starts from, then the
+    tunes' per-module winners by their relative gain."""
+    evals = evaluation_projects()
+    best: Dict[Tuple[int, ...], Candidate] = {}
+    for d in tune_dirs:
+        path = os.path.join(d, "checkpoint.json")
+        try:
+            with open(path, encoding="utf-8") as f:
+                ck = json.load(f)
+            corpus = str(ck["corpus"])
+            modules = ck["modules"]
+        except OSError as exc:
+            raise CandidateError(f"{{arg}} {d}: no tune checkpoint ({exc.strerror or exc})") from None
+        except (ValueError, KeyError, TypeError) as exc:
+            raise CandidateError(f"{{arg}} {path}: damaged ({type(exc).__name__}: {exc})") from None
+        project = os.path.basename(os.path.normpath(corpus))
+        if project in evals:
+            raise CandidateError(f"{{arg}} {d}: a tune of {project}, an evaluation-split project: "
+                                 "train on training projects only")
+        for name, m in modules.items():
+            s = (m or {}).get("search") or {}
+            order, got, oz = s.get("best_order"), s.get("best_bytes"), s.get("oz_bytes")
+            if not order or not got or not oz or got >= oz:
+                continue
+            key = tuple(int(i) for i in order)
+            if not all(0 <= i < len(STEPS) for i in key):
+                raise CandidateError(f"{{arg}} {path}: module {name}: a step outside the tuner's table")
+            gain = 1.0 - got / oz
+            if key not in best or gain > best[key].gain:
+                best[key] = Candidate(key, gain, f"{project}:{name}")
+    out = [Candidate(tuple(s), 0.0, "seed") for s in seeds()]
+    known = {c.order for c in out}
+    for c in sorted(best.values(), key=lambda c: (-c.gain, c.order)):
+        if len(out) >= limit:
+            break
+        if c.order not in known:
+            out.append(c)
+            known.add(c.order)
+    return out[:limit]
