@@ -19,6 +19,9 @@
 // error for every compile that loads it (the build refuses), checked before
 // any pass runs. A module that does not verify afterwards is an error too.
 #include <llvm/ADT/SmallString.h>
+#include <llvm/ADT/SmallVector.h>
+#include <llvm/Bitcode/BitcodeReader.h>
+#include <llvm/Bitcode/BitcodeWriter.h>
 #include <llvm/ADT/StringRef.h>
 #include <llvm/Config/llvm-config.h>
 #include <llvm/IR/LLVMContext.h>
@@ -42,6 +45,7 @@
 #include <string>
 #include <utility>
 
+#include "module_transplant.h"
 #include "object_size.h"
 #include "pass_builder_access.h"
 #include "option_or_env.h"
@@ -233,13 +237,15 @@ class PipelineOverridePass : public llvm::PassInfoMixin<PipelineOverridePass> {
         return llvm::PreservedAnalyses::all();
       }
     }
-    if (text.empty()) {
-      // the policy: -Oz unless one of its orders compiles smaller
-      if (!choosePolicyOrder(m, mam, policy, source, trace, &text, &what)) return llvm::PreservedAnalyses::all();
-    }
     if (!st_->hooked) {
       fail(ctx, "this compiler gives plugins no pass instrumentation, so the default pipeline cannot be replaced");
       return llvm::PreservedAnalyses::all();
+    }
+    if (text.empty()) {
+      // the policy: -Oz unless one of its orders compiles smaller
+      if (!applyPolicy(m, mam, policy, source, trace)) return llvm::PreservedAnalyses::all();
+      st_->skipRest = true;  // the module holds the winner's optimized code
+      return llvm::PreservedAnalyses::none();
     }
     // Parsed afresh for this module: some module passes keep state between runs.
     llvm::ModulePassManager mpm;
@@ -259,9 +265,11 @@ class PipelineOverridePass : public llvm::PassInfoMixin<PipelineOverridePass> {
   }
 
  private:
-  // Runs TEXT (nullptr: -Oz's pipeline) on a copy of M and measures the object.
+  // Runs TEXT (nullptr: clang's -Oz pipeline) on a copy of M and measures
+  // the object an exact copy of the result compiles to; the optimized copy is
+  // kept in *out (code generation rewrites the module it compiles).
   bool trial(llvm::Module& m, llvm::ModuleAnalysisManager& mam, llvm::TargetMachine& tm, const std::string* text,
-             ObjectSize* size, std::string* error) {
+             ObjectSize* size, std::unique_ptr<llvm::Module>* out, std::string* error) {
     std::unique_ptr<llvm::Module> copy = llvm::CloneModule(m);
     llvm::ModulePassManager mpm;
     if (!text) {
@@ -277,20 +285,37 @@ class PipelineOverridePass : public llvm::PassInfoMixin<PipelineOverridePass> {
     st_->running = false;
     // The copy's analyses go with it (clearing its module-level proxies
     // clears the function and SCC analysis managers too, so no result keyed
-    // by a freed function survives).
+    // by a function of the copy survives).
     mam.clear(*copy, copy->getName());
     if (llvm::verifyModule(*copy, nullptr)) {
       *error = "the module does not verify after it";
       return false;
     }
-    return measureObject(*copy, tm, size, error);
+    // Code generation depends on the order of each value's uses, which
+    // CloneModule does not keep: the module measured is the copy written to
+    // bitcode with its use-list orders and read back.
+    llvm::SmallVector<char, 0> bitcode;
+    {
+      llvm::raw_svector_ostream os(bitcode);
+      llvm::WriteBitcodeToFile(*copy, os, /*ShouldPreserveUseListOrder=*/true);
+    }
+    llvm::Expected<std::unique_ptr<llvm::Module>> compiled = llvm::parseBitcodeFile(
+        llvm::MemoryBufferRef(llvm::StringRef(bitcode.data(), bitcode.size()), "mlbridge-trial"), m.getContext());
+    if (!compiled) {
+      *error = "its bitcode does not read back: " + llvm::toString(compiled.takeError());
+      return false;
+    }
+    if (!measureObject(**compiled, tm, size, error)) return false;
+    *out = std::move(copy);
+    return true;
   }
 
-  // The policy's choice for M: false (compile as -Oz) when -Oz is smallest or
-  // nothing can be measured; else *text is the winning order. Problems with the
-  // policy are one warning line and the module compiles as -Oz.
-  bool choosePolicyOrder(llvm::Module& m, llvm::ModuleAnalysisManager& mam, const std::string& path,
-                         const std::string& source, bool trace, std::string* text, std::string* what) {
+  // The policy on M: -Oz and the chosen orders optimized on copies and
+  // measured, the smallest object's module moved into M (-Oz on a tie). False
+  // (M untouched, compiled by the default pipeline) when the policy cannot be
+  // used: one warning line, the module compiles as -Oz.
+  bool applyPolicy(llvm::Module& m, llvm::ModuleAnalysisManager& mam, const std::string& path,
+                   const std::string& source, bool trace) {
     llvm::LLVMContext& ctx = m.getContext();
     OrderPolicy& policy = orderPolicy(*st_, path);
     if (!policy.error().empty()) {
@@ -306,6 +331,11 @@ class PipelineOverridePass : public llvm::PassInfoMixin<PipelineOverridePass> {
     std::vector<size_t> chosen;
     if (measure) {
       for (size_t i = 0; i < policy.orders().size(); ++i) chosen.push_back(i);
+      int64_t f[kNumPhaseOrderFeatures];
+      computePhaseOrderFeatures(m, f);
+      llvm::errs() << "mlbridge-po-policy: features " << source << ":";
+      for (int64_t v : f) llvm::errs() << " " << v;
+      llvm::errs() << "\n";
     } else {
       std::string err;
       unsigned tries = pickUnsigned(TriesOpt, "MLBRIDGE_PO_TRIES", policy.tries());
@@ -314,16 +344,10 @@ class PipelineOverridePass : public llvm::PassInfoMixin<PipelineOverridePass> {
         return false;
       }
     }
-    if (measure) {
-      int64_t f[kNumPhaseOrderFeatures];
-      computePhaseOrderFeatures(m, f);
-      llvm::errs() << "mlbridge-po-policy: features " << source << ":";
-      for (int64_t v : f) llvm::errs() << " " << v;
-      llvm::errs() << "\n";
-    }
     std::string err;
     ObjectSize oz, best;
-    if (!trial(m, mam, *tm, nullptr, &oz, &err)) {
+    std::unique_ptr<llvm::Module> kept;
+    if (!trial(m, mam, *tm, nullptr, &oz, &kept, &err)) {
       warnPolicy(ctx, "-Oz cannot be measured (" + err + "); compiled as -Oz");
       return false;
     }
@@ -332,7 +356,8 @@ class PipelineOverridePass : public llvm::PassInfoMixin<PipelineOverridePass> {
     std::optional<size_t> winner;
     for (size_t i : chosen) {
       ObjectSize s;
-      if (!trial(m, mam, *tm, &policy.orders()[i], &s, &err)) {
+      std::unique_ptr<llvm::Module> optimized;
+      if (!trial(m, mam, *tm, &policy.orders()[i], &s, &optimized, &err)) {
         // an order this LLVM cannot run on this module is not a candidate
         warnPolicy(ctx, "order " + std::to_string(i) + " on " + source + ": " + err + "; not a candidate");
         if (measure) llvm::errs() << "mlbridge-po-policy: measure " << source << ": order " << i << " failed\n";
@@ -344,6 +369,7 @@ class PipelineOverridePass : public llvm::PassInfoMixin<PipelineOverridePass> {
       if (s.stored < best.stored || (s.stored == best.stored && s.text < best.text)) {
         best = s;
         winner = i;
+        kept = std::move(optimized);
       }
     }
     if (trace) {
@@ -352,9 +378,11 @@ class PipelineOverridePass : public llvm::PassInfoMixin<PipelineOverridePass> {
       llvm::errs() << "], kept " << (winner ? "order " + std::to_string(*winner) : std::string("-Oz")) << " ("
                    << best.stored << " stored bytes, -Oz " << oz.stored << ")\n";
     }
-    if (!winner) return false;
-    *text = policy.orders()[*winner];
-    *what = "policy order " + std::to_string(*winner);
+    // M's analyses are stale from here on (the pass returns none()).
+    replaceModuleContents(m, std::move(kept));
+    if (llvm::verifyModule(m, &llvm::errs())) {
+      fail(ctx, "the module does not verify after the policy's order (an LLVM bug)");
+    }
     return true;
   }
 
