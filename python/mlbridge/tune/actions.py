@@ -51,8 +51,9 @@ STEPS: List[PassStep] = [
     PassStep("aggressive-instcombine", "function(aggressive-instcombine,instcombine<no-verify-fixpoint>,simplifycfg)"),
     PassStep("rel-lookup-tables", "rel-lookup-table-converter"),
     PassStep("dse-memcpyopt", "function(dse,memcpyopt,instcombine<no-verify-fixpoint>)"),
-    # clang's whole -Oz optimization pipeline (parsed by clang's PassBuilder, so
-    # with clang's options, e.g. the SLP vectorizer): orders may build on it
+    # LLVM's textual -Oz pipeline: parsing "default<Oz>" sets opt's tuning
+    # options, so unlike clang -Oz it has no SLP vectorizer (step 2 adds one);
+    # orders may build on it
     PassStep("oz", "default<Oz>"),
 ]
 

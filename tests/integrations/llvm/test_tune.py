@@ -2,8 +2,8 @@
 python/mlbridge/tune/, docs/tuning.md), with stock clang-19 and ld.lld-19.
 
 The plugin: loaded and idle it changes nothing; a pipeline replaces clang's -O
-pipeline (``default<Oz>`` as the pipeline gives -Oz's bytes, a one-pass pipeline
-gives far larger code); a tuning file applies per source file by path suffix,
+pipeline (``default<Oz>`` as the pipeline gives -Oz's bytes on code without SLP
+vectorization, a one-pass pipeline gives far larger code); a tuning file applies per source file by path suffix,
 from another folder too; damaged, foreign or unparseable files stop the build
 with one line. The tuner, on a real program with a workload (sha256 of the speed
 check): the tuned build prints the reference output, the tuning file applied to a

@@ -1,0 +1,156 @@
+"""`mlbridge train orders`' parts that need no compiler (python/mlbridge/train/orders/):
+the plugin's measure lines, the coreset's arithmetic and greedy choice, the ranker's
+fit and its ONNX graph (against ONNX Runtime; the plugin's built-in engine runs it in
+test_order_policy.py), the order policy file's checks, the candidates from tunes.
+The compiles are tested in tests/integrations/llvm/test_order_policy.py (ctest
+llvm.order_policy)."""
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from mlbridge.problems.phase_ordering.order_policy import OrderPolicyError, OrderPolicyFile
+from mlbridge.train.orders.candidates import CandidateError, from_tunes
+from mlbridge.train.orders.coreset import greedy, kept, oracle, project_weights, ratio_matrix, score
+from mlbridge.train.orders.labels import ModuleLabels, parse_measure
+from mlbridge.train.orders.ranker import Ranker
+from mlbridge.tune.search import seeds
+
+LINES = """\
+warning: something unrelated
+mlbridge-po-policy: features /src/a b.c: 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 -32
+mlbridge-po-policy: measure /src/a b.c: oz 1000 600
+mlbridge-po-policy: measure /src/a b.c: order 1 990 590
+mlbridge-po-policy: measure /src/a b.c: order 0 failed
+"""
+
+
+def test_measure_lines_parse_with_spaces_in_paths_and_failures():
+    features, oz, orders = parse_measure(LINES, 2)
+    assert features[0] == 1 and features[-1] == -32 and len(features) == 32
+    assert oz == [1000, 600]
+    assert orders == [None, [990, 590]]
+
+
+@pytest.mark.parametrize("drop", ["features", "oz", "order 1"])
+def test_incomplete_measure_lines_are_an_error(drop):
+    text = "\n".join(ln for ln in LINES.splitlines() if drop not in ln)
+    with pytest.raises(ValueError):
+        parse_measure(text, 2)
+
+
+def test_an_order_index_out_of_range_is_an_error():
+    with pytest.raises(ValueError, match="out of range"):
+        parse_measure(LINES.replace("order 1 990", "order 7 990"), 2)
+
+
+def _row(corpus, oz, *sizes):
+    return ModuleLabels(corpus, "m", [0] * 32, [oz, oz], [None if s is None else [s, s] for s in sizes])
+
+
+def test_ratios_and_kept():
+    rows = [_row("a", 100, 90, 110), _row("a", 200, None, 180)]
+    r = ratio_matrix(rows)
+    assert r[0].tolist() == [0.9, 1.1] and math.isinf(r[1, 0]) and r[1, 1] == pytest.approx(0.9)
+    # -Oz is always a candidate: a larger or failed order keeps 1.0
+    assert kept(r, np.array([1])).tolist() == pytest.approx([1.0, 0.9])
+    assert kept(r, np.array([0])).tolist() == pytest.approx([0.9, 1.0])
+    assert kept(r, np.array([], int)).tolist() == [1.0, 1.0]
+    # per-module choices
+    assert kept(r, np.array([[0], [1]])).tolist() == pytest.approx([0.9, 0.9])
+
+
+def test_projects_weigh_the_same_whatever_their_size():
+    rows = [_row("big", 100, 90)] * 3 + [_row("small", 100, 90)]
+    w = project_weights(rows)
+    assert w[:3].sum() == pytest.approx(0.5) and w[3] == pytest.approx(0.5)
+
+
+def test_greedy_takes_the_best_then_the_best_complement():
+    # order 0 helps module 0 a lot; order 1 helps both a little; order 2 helps module 1 a lot
+    r = np.array([[0.80, 0.95, 1.00],
+                  [1.00, 0.95, 0.85]])
+    w = np.array([0.5, 0.5])
+    g = greedy(r, w, 3)
+    assert g[0] == 0 and g[1] == 2            # the pair beats anything with order 1
+    assert score(r, np.array(g[:2]), w) == pytest.approx(math.sqrt(0.80 * 0.85))
+    assert oracle(r, w) == pytest.approx(math.sqrt(0.80 * 0.85))
+
+
+def test_greedy_stops_when_nothing_helps():
+    r = np.array([[0.9, 1.2], [1.0, 1.1]])
+    assert greedy(r, np.array([0.5, 0.5]), 2) == [0]
+
+
+def test_ranker_learns_which_order_fits_which_module(tmp_path):
+    rng = np.random.default_rng(0)
+    feats = rng.integers(0, 1000, (200, 32)).astype(float)
+    small = feats[:, 4] < 500                   # "instructions": small modules like order 0, large ones order 1
+    ratios = np.where(small[:, None], [[0.9, 1.05]], [[1.05, 0.9]])
+    rk = Ranker(2, hidden=8, seed=1)
+    rk.fit(feats, ratios, np.full(200, 1 / 200))
+    top = rk.top(feats, 1)[:, 0]
+    assert (top == np.where(small, 0, 1)).mean() > 0.9
+    # the exported graph scores as numpy does (higher score = lower predicted ratio)
+    path = rk.export_onnx(str(tmp_path / "r.onnx"))
+    ort = pytest.importorskip("onnxruntime")
+    sess = ort.InferenceSession(path)
+    for row in feats[:10]:
+        got = sess.run(None, {"module_features": row.astype(np.int64)})[0]
+        assert got.shape == (2,)
+        np.testing.assert_allclose(got, -rk.predict(row[None, :])[0], rtol=1e-4, atol=1e-5)
+
+
+def test_policy_file_roundtrip_and_checks(tmp_path):
+    p = OrderPolicyFile(19, ["a", "b"], 1, model="r.onnx", names=["x", "y"])
+    path = p.write(str(tmp_path / "p.json"))
+    q = OrderPolicyFile.load(path)
+    assert (q.orders, q.tries, q.model, q.llvm_major) == (["a", "b"], 1, "r.onnx", 19)
+    with pytest.raises(OrderPolicyError):
+        OrderPolicyFile(19, ["a"], 2).write(str(tmp_path / "bad.json"))
+    assert not (tmp_path / "bad.json").exists()
+    (tmp_path / "d.json").write_text('{"format": "mlbridge-order-policy"')
+    with pytest.raises(OrderPolicyError, match="damaged"):
+        OrderPolicyFile.load(str(tmp_path / "d.json"))
+    (tmp_path / "v.json").write_text(json.dumps({**p.as_dict(), "version": 9}))
+    with pytest.raises(OrderPolicyError, match="version 9"):
+        OrderPolicyFile.load(str(tmp_path / "v.json"))
+
+
+def _tune(tmp_path, name, corpus, modules):
+    d = tmp_path / name
+    d.mkdir()
+    (d / "checkpoint.json").write_text(json.dumps({"corpus": corpus, "modules": modules}))
+    return str(d)
+
+
+def test_candidates_from_tunes_rank_winners_by_gain(tmp_path):
+    mods = {"a.o": {"search": {"best_order": [3, 1], "best_bytes": 95, "oz_bytes": 100}},
+            "b.o": {"search": {"best_order": [3, 7], "best_bytes": 80, "oz_bytes": 100}},
+            "c.o": {"search": {"best_order": [9], "best_bytes": 100, "oz_bytes": 100}},    # no gain
+            "d.o": {"search": {"best_order": None, "best_bytes": None, "oz_bytes": 10}}}
+    c = from_tunes([_tune(tmp_path, "t", "/x/brotli", mods)], 10)
+    n = len(seeds())
+    assert [x.order for x in c[:n]] == [tuple(s) for s in seeds()]
+    assert [x.order for x in c[n:]] == [(3, 7), (3, 1)]
+    assert c[n].gain == pytest.approx(0.2) and c[n].origin == "brotli:b.o"
+    assert len(from_tunes([str(tmp_path / "t")], n + 1)) == n + 1
+
+
+def test_candidates_refuse_damaged_or_foreign_tunes(tmp_path):
+    with pytest.raises(CandidateError, match="no tune checkpoint"):
+        from_tunes([str(tmp_path)], 4)
+    d = tmp_path / "bad"
+    d.mkdir()
+    (d / "checkpoint.json").write_text("{")
+    with pytest.raises(CandidateError, match="damaged"):
+        from_tunes([str(d)], 4)
+    e = _tune(tmp_path, "e", "/x/lz4", {})
+    with pytest.raises(CandidateError, match="evaluation-split"):
+        from_tunes([e], 4)
+    s = _tune(tmp_path, "s", "/x/brotli", {"a.o": {"search": {"best_order": [99], "best_bytes": 1, "oz_bytes": 2}}})
+    with pytest.raises(CandidateError, match="outside"):
+        from_tunes([s], 4)
