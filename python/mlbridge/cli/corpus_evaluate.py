@@ -71,8 +71,9 @@ def add_parser(corpus_sub: argparse._SubParsersAction) -> argparse.ArgumentParse
                         "the stock heuristic's decisions are logged (imitation data)")
     p.add_argument("--where", type=int, nargs="?", const=10, default=None, metavar="N",
                    help="where the bytes went: compare each module's two objects function by function "
-                        "(functions inlined away, kept out of line, grown, shrunk) and show the N largest "
-                        "changes each way (default 10); compiles the -Oz baseline instead of using the cache")
+                        "(functions inlined away, kept out of line, grown, shrunk; bytes of function code) and "
+                        "show the N largest changes each way (default 10); compiles the -Oz baseline instead "
+                        "of using the cache")
     problem_flag.add_argument(p)
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     p.set_defaults(run=run)
@@ -119,19 +120,13 @@ def run(args: argparse.Namespace) -> int:
         policy = Policy.parse(args.policy)
         if args.linker_policy is not None:
             policy = policy.with_linker(Policy.parse(args.linker_policy, "linker_policy"))
-        if valued and args.plot is not None:
-            raise UsageError(f"--plot: plots the .text change against -Oz; the {problem.name} problem is "
-                             f"reported in {problem.unit} (use --json or --csv)")
-        if valued and not on_ir:   # phase ordering: what the other two flags would need, it has not
-            if args.where is not None:
-                raise UsageError(f"--where: compares functions by .text bytes; the {problem.name} problem is "
-                                 f"reported in {problem.unit} per module (mlbridge tune's report.md says where "
-                                 "the bytes went)")
-            if args.log:
-                raise UsageError(f"--log: the {problem.name} problem writes no training logs")
-        if on_ir:
+        # phase ordering plots its stored bytes and compares its objects' functions as the
+        # inliner does; it writes no training logs
+        if valued and not on_ir and args.log:
+            raise UsageError(f"--log: the {problem.name} problem writes no training logs")
+        if on_ir:   # no objects, and a score that is not bytes: nothing to plot against -Oz
             if args.plot is not None:
-                raise UsageError(f"--plot: plots the .text change against -Oz; the {problem.name} problem is "
+                raise UsageError(f"--plot: plots the size change against -Oz; the {problem.name} problem is "
                                  f"reported in {problem.unit} (use --json or --csv)")
             try:
                 check_ir_problem(problem, policy, where=args.where is not None, log_dir=args.log,
@@ -173,12 +168,10 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         json.dump(data, sys.stdout, indent=1)
         sys.stdout.write("\n")
-    elif valued:
-        print_ir_table(data, rows=args.rows)
     else:
-        print_table(data, rows=args.rows)
+        (print_ir_table if valued else print_table)(data, rows=args.rows)
         if "where" in data:
-            print_where(data["where"])
+            print_where(data["where"], unit=_unit(data), stored=valued)
     report_failures(data)
     report_capped(data)
     return 1 if data["total"]["failed"] else 0
@@ -336,13 +329,20 @@ def print_ir_table(data: Dict[str, Any], rows: int = 30, stream: Any = None) -> 
 _KIND_TEXT = {"removed": "inlined into every caller or dead (only at -Oz)",
               "added": "kept out of line (only under the policy)",
               "shrunk": "smaller under the policy", "grown": "larger under the policy"}
+#: the same kinds when a pass pipeline, not the inliner, differs: a function one
+#: object lacks may also have been merged (mergefunc) or dropped by other passes
+_KIND_TEXT_PIPELINE = dict(_KIND_TEXT, removed="only in -Oz's object (inlined, merged or dropped)",
+                           added="only in the policy's object")
 
 
-def print_where(w: Dict[str, Any], stream: Any = None) -> None:
+def print_where(w: Dict[str, Any], stream: Any = None, unit: str = "module", stored: bool = False) -> None:
+    """The --where summary. STORED: the evaluation is in stored bytes (phase
+    ordering), of which function code is a part: the header says so."""
     stream = stream or sys.stdout
     print(f"\nwhere the bytes went: {w['changed_functions']:,} functions changed in "
-          f"{w['modules_compared']} modules, {w['delta']:+,} bytes", file=stream)
-    for kind, text in _KIND_TEXT.items():
+          f"{w['modules_compared']} {unit}s, {w['delta']:+,} bytes"
+          + (" of function code (the stored bytes above also count data)" if stored else ""), file=stream)
+    for kind, text in (_KIND_TEXT_PIPELINE if stored else _KIND_TEXT).items():
         k = w["kinds"][kind]
         print(f"  {k['functions']:>6,} functions {text}: {k['bytes']:+,} bytes", file=stream)
     for title, rows in (("saved most", w["saved_most"]), ("grew most", w["grew_most"])):

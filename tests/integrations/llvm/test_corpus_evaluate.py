@@ -167,3 +167,72 @@ def test_where_the_bytes_went_with_a_never_inline_policy(cli, corpus):
     assert 0 < len(w["grew_most"]) <= 3 and all(r["delta"] > 0 for r in w["grew_most"])
     # Function bytes explain the .text change up to alignment padding.
     assert abs(w["delta"] - data["total"]["delta"]) <= 16 * len(data["modules"]) + abs(data["total"]["delta"]) // 4
+
+
+#: a pipeline that changes geom.c's functions (mergefunc after -Oz) and leaves the others as -Oz has them
+MERGEFUNC = "pipeline:default<Oz>,mergefunc"
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def test_phase_ordering_plots_stored_bytes_and_says_where_the_bytes_went(cli, corpus, tmp_path, monkeypatch):
+    png = tmp_path / "po.png"
+    p = cli(corpus, "--problem", "phase-ordering", "--policy", MERGEFUNC, "--plot", str(png), "--where", "5")
+    assert p.returncode == 0, p.stderr
+    assert png.read_bytes()[:8] == PNG
+    data = json.loads(p.stdout)
+    assert data["unit"] == "stored bytes" and data["total"]["delta"] != 0
+    w = data["where"]
+    assert w["modules_compared"] == len(data["modules"]) and w["changed_functions"] > 0
+    # every module whose stored bytes changed shows its functions (function code is most of them)
+    changed = {m["module"] for m in data["modules"] if m["delta"]}
+    assert changed and changed <= {r["module"] for r in w["saved_most"] + w["grew_most"]}
+    # the plot is in the evaluation's unit, from its baseline_score/policy_score totals
+    import matplotlib.pyplot as plt
+    from mlbridge.corpus.evaluation_files import plot_deltas
+    figs = []
+    monkeypatch.setattr(plt, "close", lambda fig=None: figs.append(fig))
+    plot_deltas(str(tmp_path / "again.png"), data)
+    (ax,) = figs[0].axes
+    assert ax.get_ylabel() == "stored bytes change vs -Oz (%)"
+    t = data["total"]
+    assert ax.get_title().endswith(f"{t['baseline_score']:,.0f} -> {t['policy_score']:,.0f} stored bytes")
+    plt.close(figs[0])
+    # the table says the where summary is function code, not the stored bytes it follows
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+    table = subprocess.run([sys.executable, "-m", "mlbridge", "corpus", "evaluate", corpus, "--problem",
+                            "phase-ordering", "--policy", MERGEFUNC, "--where", "5", "--plugin", PLUGIN, "-q"],
+                           capture_output=True, text=True, timeout=600, env=env, stdin=subprocess.DEVNULL)
+    assert table.returncode == 0, table.stderr
+    assert "where the bytes went: " in table.stdout and "bytes of function code" in table.stdout
+
+
+def test_phase_ordering_plots_and_compares_linked_programs(cli, corpus, tmp_path):
+    from mlbridge.corpus.programs import Program, write_programs
+    import shutil
+    linked = str(tmp_path / "linked")
+    shutil.copytree(corpus, linked)
+    write_programs(linked, [Program("libt.so", exports=("*",))])
+    png = tmp_path / "linked.png"
+    p = cli(linked, "--setting", "linked", "--problem", "phase-ordering", "--policy", MERGEFUNC, "--plot", str(png),
+            "--where", "3")
+    assert p.returncode == 0, p.stderr
+    assert png.read_bytes()[:8] == PNG
+    data = json.loads(p.stdout)
+    assert [m["module"] for m in data["modules"]] == ["libt.so"] and data["modules"][0]["delta"] != 0
+    assert data["where"]["modules_compared"] == 1 and data["where"]["changed_functions"] > 0
+
+
+@pytest.mark.parametrize("problem,argv,says", [
+    # regalloc-eviction is scored on IR in its own unit: no plot against -Oz, no objects to compare
+    ("regalloc-eviction", ["--policy", "oz", "--plot", "{tmp}/x.png"], "--plot: "),
+    ("regalloc-eviction", ["--policy", "oz", "--where", "3"], "--where: "),
+    # phase ordering has no training logs
+    ("phase-ordering", ["--policy", MERGEFUNC, "--log", "{tmp}/logs"],
+     "--log: the phase-ordering problem writes no training logs"),
+])
+def test_what_a_problem_cannot_do_is_refused_in_one_line(cli, corpus, tmp_path, problem, argv, says):
+    p = cli(corpus, "--problem", problem, *[a.replace("{tmp}", str(tmp_path)) for a in argv])
+    assert p.returncode == 2 and not p.stdout, p.stderr
+    (line,) = p.stderr.strip().splitlines()
+    assert line.startswith("mlbridge: error: " + says)
+    assert os.listdir(tmp_path) == []   # refused before anything was written

@@ -272,7 +272,6 @@ def test_corpus_evaluate_scores_a_tuning_file_as_the_tuner_did(tuned, workload_c
     assert (d["total"]["baseline_score"], d["total"]["policy_score"]) == (prog["oz_stored"], prog["stored"])
     # what phase ordering does not have is refused before any compile, in one line
     for argv, says in ((["--log", "L"], "--log: the phase-ordering problem writes no training logs"),
-                       (["--where", "3"], "--where: compares functions by .text bytes"),
                        (["--setting", "lto"], "--setting lto: the phase-ordering problem is scored in objects, "
                                               "linked only")):
         rc, d, err = evaluate("--policy", tf, *argv)

@@ -109,8 +109,8 @@ def corpus(tmp_path):
 
 def test_the_command_words_policy_errors_with_the_flag_given(corpus, capsys):
     line = one_line(capsys, ["corpus", "evaluate", corpus, "--policy", "O3"], 2)
-    assert line == ("--policy 'O3': expected oz, MODEL.onnx, python:MODULE:FN, callees:FILE, tuning:FILE or "
-                    "pipeline:TEXT")
+    assert line == ("--policy 'O3': expected oz, MODEL.onnx, python:MODULE:FN, callees:FILE, tuning:FILE, "
+                    "orders:FILE or pipeline:TEXT")
     line = one_line(capsys, ["corpus", "evaluate", corpus, "--policy", "oz", "--setting", "lto",
                              "--linker-policy", "python:no_such_mod_q:f"], 2)
     assert line.startswith("--linker-policy python: no_such_mod_q:f: cannot import no_such_mod_q")
