@@ -5,7 +5,9 @@
 # clang-19 and ld.lld-19 through the mlbridge plugin) against clang-19 -Oz on it
 # in three settings: per object and linked programs (policies/inline_size), full
 # LTO (policies/inline_size_lto, trained there): tables, a PNG, and where the
-# bytes went, function by function; then `mlbridge tune` searches the project's
+# bytes went, function by function; then the shipped phase-ordering policy
+# (policies/phase_ordering: a few pass orders tried in-process, the smallest
+# object kept) per object and linked; then `mlbridge tune` searches the project's
 # own pass orders for a few minutes (MLBRIDGE_DEMO_TUNE_MINUTES, default 3) and
 # writes a tuning file. The toy demos: examples/demo/toy.sh.
 #   bash scripts/demo.sh [PROJECT]      (output in out/demo/)
@@ -40,8 +42,20 @@ echo "   Where the bytes went, function by function:"
 mlbridge corpus evaluate "$corpus" --policy "$root/policies/inline_size_lto/policy.onnx" \
   --plugin "$root/build/libMLBridgeLLVM.so" --setting lto --where 8 --plot "$out/$project.png" --csv "$out/$project.csv"
 echo
+echo "== 5. the phase-ordering policy (policies/phase_ordering): inside the same clang-19 -Oz compile, the plugin"
+echo "   compiles a few whole pass orders learned from tune searches on training projects beside -Oz's own, in memory,"
+echo "   and keeps the smallest object (-Oz wins ties, so no module grows). Stored bytes (code + read-only +"
+echo "   initialized data), per module object, then $project's linked programs; where the bytes went:"
+mlbridge corpus evaluate "$corpus" --problem phase-ordering \
+  --policy "orders:$root/policies/phase_ordering/order_policy.json" --plugin "$root/build/libMLBridgeLLVM.so" \
+  --setting objects --rows 8 --plot "$out/$project-orders.png"
+mlbridge corpus evaluate "$corpus" --problem phase-ordering \
+  --policy "orders:$root/policies/phase_ordering/order_policy.json" --plugin "$root/build/libMLBridgeLLVM.so" \
+  --setting linked --where 8
+echo "   in your own build: CFLAGS=\"-Oz -fplugin=\$PLUGIN -fpass-plugin=\$PLUGIN -mllvm -mlbridge-po-policy=$root/policies/phase_ordering/order_policy.json\""
+echo
 minutes=${MLBRIDGE_DEMO_TUNE_MINUTES:-3}
-echo "== 5. mlbridge tune: per module, the pass order clang-19 runs in place of -Oz's, searched for $minutes minutes"
+echo "== 6. mlbridge tune: per module, the pass order clang-19 runs in place of -Oz's, searched for $minutes minutes"
 echo "   and judged on $project's linked programs in stored bytes (code + read-only + initialized data); a tuning"
 echo "   file any build applies with three flags (docs/tuning.md). Resumable: a second run reuses $out/tune-$project."
 mlbridge tune "$corpus" -o "$out/tune-$project" --budget-minutes "$minutes" --plugin "$root/build/libMLBridgeLLVM.so"
@@ -51,6 +65,7 @@ mlbridge corpus evaluate "$corpus" --problem phase-ordering --policy "tuning:$ou
   --plugin "$root/build/libMLBridgeLLVM.so" --setting linked -q
 echo "   to apply it to your own build: CFLAGS=\"-Oz \$(mlbridge tune flags $out/tune-$project/tuning.json)\""
 echo
-echo "plot: $out/$project.png   per program: $out/$project.csv   tune: $out/tune-$project/report.md, curve.png"
-echo "the policies, their training and their numbers: policies/inline_size*/README.md, docs/training.md"
+echo "plots: $out/$project.png (inlining, LTO), $out/$project-orders.png (phase ordering)   per program: $out/$project.csv"
+echo "tune: $out/tune-$project/report.md, curve.png"
+echo "the policies, their training and their numbers: policies/*/README.md, docs/training.md, docs/phase-ordering-policy.md"
 echo "settings (objects, linked, lto) and programs.json: docs/corpus.md"

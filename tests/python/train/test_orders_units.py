@@ -127,16 +127,20 @@ def _tune(tmp_path, name, corpus, modules):
     return str(d)
 
 
-def test_candidates_from_tunes_rank_winners_by_gain(tmp_path):
-    mods = {"a.o": {"search": {"best_order": [3, 1], "best_bytes": 95, "oz_bytes": 100}},
-            "b.o": {"search": {"best_order": [3, 7], "best_bytes": 80, "oz_bytes": 100}},
-            "c.o": {"search": {"best_order": [9], "best_bytes": 100, "oz_bytes": 100}},    # no gain
+def test_candidates_from_tunes_take_turns_by_bytes_saved(tmp_path):
+    mods = {"a.o": {"search": {"best_order": [3, 1], "best_bytes": 9500, "oz_bytes": 10000}},   # 500 bytes
+            "b.o": {"search": {"best_order": [3, 7], "best_bytes": 80, "oz_bytes": 100}},       # 20 %, 20 bytes
+            "c.o": {"search": {"best_order": [9], "best_bytes": 100, "oz_bytes": 100}},         # no gain
             "d.o": {"search": {"best_order": None, "best_bytes": None, "oz_bytes": 10}}}
-    c = from_tunes([_tune(tmp_path, "t", "/x/brotli", mods)], 10)
+    other = {"e.o": {"search": {"best_order": [5, 5], "best_bytes": 900, "oz_bytes": 1000}},
+             "f.o": {"search": {"best_order": [3, 1], "best_bytes": 10, "oz_bytes": 1000}}}     # a repeat
+    c = from_tunes([_tune(tmp_path, "t", "/x/brotli", mods), _tune(tmp_path, "u", "/x/pymunk", other)], 10)
     n = len(seeds())
     assert [x.order for x in c[:n]] == [tuple(s) for s in seeds()]
-    assert [x.order for x in c[n:]] == [(3, 7), (3, 1)]
-    assert c[n].gain == pytest.approx(0.2) and c[n].origin == "brotli:b.o"
+    # one project after another, each by bytes saved; an order is taken once
+    assert [x.order for x in c[n:]] == [(3, 1), (5, 5), (3, 7)]
+    assert c[n].saved == 500 and c[n].origin == "brotli:a.o"
+    assert c[n + 2].gain == pytest.approx(0.2)
     assert len(from_tunes([str(tmp_path / "t")], n + 1)) == n + 1
 
 

@@ -80,6 +80,7 @@ def _candidates(out: str, tunes: Sequence[str], cfg: OrdersConfig, llvm_major: i
     found = cand.from_tunes(tunes, cfg.max_orders)
     pol = OrderPolicyFile(llvm_major, [c.pipeline for c in found], 0, names=[c.names for c in found],
                           about={"origins": [c.origin for c in found], "gains": [round(c.gain, 5) for c in found],
+                                 "saved": [c.saved for c in found],
                                  "tunes": [os.path.abspath(t) for t in tunes]})
     pol.write(path)
     return pol
