@@ -282,6 +282,14 @@ class PipelineOverridePass : public llvm::PassInfoMixin<PipelineOverridePass> {
     }
     st_->running = true;
     mpm.run(*copy, mam);
+    // Then what clang's pipeline does to the module clang compiles after this
+    // pass: its required passes (the always-inliner, ...), the optional ones
+    // skipped. The copy measured is then the module clang will compile.
+    tuningOptionsOf(*st_->pb) = st_->clangTuning;
+    llvm::ModulePassManager rest = st_->pb->buildPerModuleDefaultPipeline(llvm::OptimizationLevel::Oz);
+    st_->skipRest = true;
+    rest.run(*copy, mam);
+    st_->skipRest = false;
     st_->running = false;
     // The copy's analyses go with it (clearing its module-level proxies
     // clears the function and SCC analysis managers too, so no result keyed

@@ -127,6 +127,35 @@ def test_the_kept_object_is_the_measured_one_and_never_larger(tmp_path):
     assert _bytes(again) == _bytes(out)                      # deterministic
 
 
+# always_inline callees: clang's pipeline inlines them after any order (a required pass)
+FORCED_SOURCE = """
+static inline __attribute__((always_inline)) int mix(int a, int b) {
+  for (int i = 0; i < 8; i++) { a = a * 31 + (b ^ i); b = b * 17 + a; }
+  return a ^ b;
+}
+int f(int x) { return mix(x, 1) + mix(x, 2); }
+int g(int x) { return mix(x, 3) * mix(x, 4) - mix(x, 5); }
+"""
+
+
+def test_what_is_measured_includes_clangs_required_passes(tmp_path):
+    # an order without the inliner: the always-inliner still runs after it in
+    # clang; the size measured (and kept) must be that of the object clang writes
+    src = tmp_path / "forced.c"
+    src.write_text(FORCED_SOURCE)
+    _, oz = _cc(tmp_path, "oz.o", src=str(src))
+    light = "function(sroa<modify-cfg>,early-cse<memssa>,simplifycfg)"
+    pol = _policy(tmp_path, [light], 1)
+    r, _ = _with_policy(tmp_path, "m.o", pol, "-mllvm", "-mlbridge-po-measure", src=str(src))
+    _, oz_measured, (order,) = parse_measure(r.stderr, 1)
+    r, out = _with_policy(tmp_path, "p.o", pol, "-mllvm", "-mlbridge-po-pipeline=" + light, src=str(src))
+    assert r.returncode == 0, r.stderr
+    assert stored_sizes(out)[1] == order[0]          # the order applied alone: the size measured for it
+    r, out = _with_policy(tmp_path, "q.o", pol, src=str(src))
+    m = TRACE.search(r.stderr)
+    assert m and stored_sizes(out)[1] == int(m.group(5)) <= stored_sizes(oz)[1]
+
+
 def test_an_order_that_only_loses_leaves_oz_untouched(tmp_path):
     _, oz = _cc(tmp_path, "oz.o")
     r, out = _with_policy(tmp_path, "p.o", _policy(tmp_path, [BAD], 1))
