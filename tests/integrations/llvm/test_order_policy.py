@@ -150,7 +150,8 @@ def test_what_is_measured_includes_clangs_required_passes(tmp_path):
     _, oz_measured, (order,) = parse_measure(r.stderr, 1)
     r, out = _with_policy(tmp_path, "p.o", pol, "-mllvm", "-mlbridge-po-pipeline=" + light, src=str(src))
     assert r.returncode == 0, r.stderr
-    assert stored_sizes(out)[1] == order[0]          # the order applied alone: the size measured for it
+    # the order applied alone: the sizes measured for it (stored bytes and .text)
+    assert stored_sizes(out) == (order[1], order[0])
     r, out = _with_policy(tmp_path, "q.o", pol, src=str(src))
     m = TRACE.search(r.stderr)
     assert m and stored_sizes(out)[1] == int(m.group(5)) <= stored_sizes(oz)[1]
