@@ -38,7 +38,8 @@ class PhaseOrdering(Problem):
     unit = "stored bytes"
     settings = ("objects", "linked")
     commands = frozenset({"corpus evaluate"})
-    refusal = ("pass orders are searched per module by `mlbridge tune` (docs/tuning.md); a policy that picks "
+    refusal = ("pass orders are searched per module by `mlbridge tune` (docs/tuning.md); an order policy is "
+               "learned by `mlbridge train orders` (docs/phase-ordering-policy.md); a POSET-RL policy that picks "
                "orders is trained by examples/phase_ordering/")
     in_plugin = True
 
