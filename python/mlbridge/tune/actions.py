@@ -61,6 +61,25 @@ STEPS: List[PassStep] = [
 PHASE_ORDER_ACTIONS = 15
 OZ = len(STEPS) - 1
 INLINE = 3
+#: steps whose output differs between two runs of the same compiler on the same
+#: input (LLVM 19's gvn-sink after -Oz's pipeline: three compiles of zstd, three
+#: objects). An order that holds one cannot give the same bytes twice, so the
+#: search never proposes it and no policy ships it (kept in the table: append only).
+UNSTABLE_PASSES = ("gvn-sink",)
+UNSTABLE = frozenset(i for i, s in enumerate(STEPS) if any(p in s.pipeline for p in UNSTABLE_PASSES))
+#: what the search draws from: every stable step (RANDOM_STEPS: but the whole -Oz step)
+STABLE_STEPS = [i for i in range(len(STEPS)) if i not in UNSTABLE]
+RANDOM_STEPS = [i for i in STABLE_STEPS if i != OZ]
+
+
+def stable(order: Sequence[int]) -> bool:
+    """ORDER gives the same bytes every time (it has no UNSTABLE step)."""
+    return not any(int(i) in UNSTABLE for i in order)
+
+
+def stable_pipeline(text: str) -> bool:
+    """A pipeline's text without an UNSTABLE_PASSES pass."""
+    return not any(p in text for p in UNSTABLE_PASSES)
 
 
 def pipeline_text(order: Sequence[int]) -> str:

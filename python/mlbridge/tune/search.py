@@ -16,7 +16,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
-from .actions import INLINE, OZ, STEPS
+from .actions import INLINE, OZ, RANDOM_STEPS, STABLE_STEPS, STEPS, UNSTABLE, stable
 
 Order = Tuple[int, ...]
 
@@ -80,7 +80,7 @@ class OrderSearch:
                 return o
         o = self._random()                          # a crowded neighbourhood: anything new
         while o in self.seen or o in self.pending:
-            o = o + (self._rng.randrange(len(STEPS)),) if len(o) < LIMIT_LEN else self._random()
+            o = o + (RANDOM_STEPS[self._rng.randrange(len(RANDOM_STEPS))],) if len(o) < LIMIT_LEN else self._random()
         self.pending.add(o)
         return o
 
@@ -106,7 +106,7 @@ class OrderSearch:
             if s not in self.seen:
                 return s
         if pool and self._rng.random() < POOL_SHARE:
-            fresh = [o for o in pool if o not in self.seen and o not in self.pending]
+            fresh = [o for o in pool if o not in self.seen and o not in self.pending and stable(o)]
             if fresh:
                 return fresh[self._rng.randrange(len(fresh))]
         if self.tried < RANDOM_FIRST + len(seeds()) or self.best_order is None or self._rng.random() < RANDOM_SHARE:
@@ -116,20 +116,21 @@ class OrderSearch:
     def _random(self) -> Order:
         r = self._rng
         n = r.randint(MIN_LEN, MAX_LEN)
-        steps = [r.randrange(OZ) for _ in range(n)]   # the whole -Oz step only through seeds and changes
+        # the whole -Oz step only through seeds and changes; never an unstable step
+        steps = [RANDOM_STEPS[r.randrange(len(RANDOM_STEPS))] for _ in range(n)]
         if r.random() < 0.9 and INLINE not in steps:
             steps[r.randrange(max(1, n // 2))] = INLINE
         return tuple(steps)
 
     def _mutate(self, order: Order) -> Order:
         r = self._rng
-        o = list(order)
+        o = [i for i in order if i not in UNSTABLE] or [OZ]   # a best order of an older tune may hold one
         for _ in range(1 if r.random() < 0.6 else r.randint(2, 3)):
             op = r.random()
             if op < 0.3 and len(o) > 1:                              # replace a step
-                o[r.randrange(len(o))] = r.randrange(len(STEPS))
+                o[r.randrange(len(o))] = STABLE_STEPS[r.randrange(len(STABLE_STEPS))]
             elif op < 0.55 and len(o) < LIMIT_LEN:                   # insert one
-                o.insert(r.randrange(len(o) + 1), r.randrange(len(STEPS)))
+                o.insert(r.randrange(len(o) + 1), STABLE_STEPS[r.randrange(len(STABLE_STEPS))])
             elif op < 0.8 and len(o) > 1:                            # delete one
                 del o[r.randrange(len(o))]
             elif len(o) > 1:                                         # swap two

@@ -142,6 +142,11 @@ def test_candidates_from_tunes_take_turns_by_bytes_saved(tmp_path):
     assert c[n].saved == 500 and c[n].origin == "brotli:a.o"
     assert c[n + 2].gain == pytest.approx(0.2)
     assert len(from_tunes([str(tmp_path / "t")], n + 1)) == n + 1
+    # an order with an unstable step (gvn-sink) is never a candidate
+    from mlbridge.tune.actions import UNSTABLE
+    bad = {"g.o": {"search": {"best_order": [3, next(iter(UNSTABLE))], "best_bytes": 1, "oz_bytes": 10000}}}
+    c = from_tunes([_tune(tmp_path, "w", "/x/marisa", bad)], 10)
+    assert len(c) == n
 
 
 def test_candidates_refuse_damaged_or_foreign_tunes(tmp_path):
@@ -158,3 +163,18 @@ def test_candidates_refuse_damaged_or_foreign_tunes(tmp_path):
     s = _tune(tmp_path, "s", "/x/brotli", {"a.o": {"search": {"best_order": [99], "best_bytes": 1, "oz_bytes": 2}}})
     with pytest.raises(CandidateError, match="outside"):
         from_tunes([s], 4)
+
+
+def test_the_shipped_policy_is_whole_and_stable():
+    # what the README's main job and docs apply: a valid file for LLVM 19, no
+    # pass that gives other bytes on another run, the ranker file if it names one
+    import os
+    from mlbridge.tune.actions import stable_pipeline
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    path = os.path.join(root, "policies", "phase_ordering", "order_policy.json")
+    pol = OrderPolicyFile.load(path)
+    assert pol.llvm_major == 19 and 1 <= pol.tries <= len(pol.orders)
+    assert all(stable_pipeline(o) for o in pol.orders)
+    assert pol.model is None or os.path.isfile(os.path.join(os.path.dirname(path), pol.model))
+    assert set(pol.about["trained_on"]).isdisjoint({"lz4", "zstandard", "deflate", "pyroaring", "pyclipper",
+                                                    "ninja", "simdjson"})

@@ -15,7 +15,7 @@ from typing import Dict, List, Sequence, Tuple
 
 from ...core.errors import ArgumentError
 from ...corpus.recipes import recipes
-from ...tune.actions import STEPS, order_names, pipeline_text
+from ...tune.actions import STEPS, order_names, pipeline_text, stable
 from ...tune.search import seeds
 
 
@@ -79,6 +79,8 @@ def from_tunes(tune_dirs: Sequence[str], limit: int) -> List[Candidate]:
             key = tuple(int(i) for i in order)
             if not all(0 <= i < len(STEPS) for i in key):
                 raise CandidateError(f"{{arg}} {path}: module {name}: a step outside the tuner's table")
+            if not stable(key):
+                continue                     # the same sources would not give the same bytes twice
             found.setdefault(project, []).append(Candidate(key, 1.0 - got / oz, f"{project}:{name}", int(oz - got)))
     out = [Candidate(tuple(s), 0.0, "seed") for s in seeds()]
     known = {c.order for c in out}

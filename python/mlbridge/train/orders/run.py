@@ -28,6 +28,7 @@ from . import candidates as cand
 from .coreset import greedy, oracle, project_weights, ratio_matrix, score
 from .labels import ModuleLabels, measure_corpora
 from .ranker import Ranker
+from ...tune.actions import stable_pipeline
 
 POLICY_DIR = "policy"
 POLICY_FILE = "order_policy.json"
@@ -160,6 +161,12 @@ def train_orders(out: str, corpora: Sequence[str], tunes: Sequence[str], toolcha
         raise MLBridgeError("no module could be measured" + (f" (first error: {failed[0].error})" if failed else ""))
     ratios = ratio_matrix(rows)
     feats = np.array([r.features for r in rows], np.float64)
+    # an order that does not give the same bytes twice is never chosen (candidates
+    # files written before the tuner knew it may hold one)
+    usable = [j for j in range(n) if stable_pipeline(cands.orders[j])]
+    if not usable:
+        raise MLBridgeError("no candidate order gives the same bytes twice")
+    ratios[:, [j for j in range(n) if j not in usable]] = np.inf
     cv = _cv(rows, ratios, feats, cfg)
     kind = cfg.choose if cfg.choose != "auto" else ("ranker" if cv["ranker"] < cv["fixed"] - 0.001 else "fixed")
     w = project_weights(rows)
