@@ -310,7 +310,7 @@ def run_search_cmd(args: argparse.Namespace) -> int:
 def run_orders(args: argparse.Namespace) -> int:
     from ..core.errors import ArgumentError, MLBridgeError
     from ..corpus.compile import CompileSetupError, Toolchain
-    from ..train.orders.run import OrdersConfig, train_orders
+    from ..problems.phase_ordering.orders.run import OrdersConfig, train_orders
     from ..tune.run import _llvm_major
     try:
         toolchain = Toolchain.find(args.clang, args.plugin, need_plugin=True)

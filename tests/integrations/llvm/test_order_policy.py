@@ -1,6 +1,6 @@
 """The order policy inside clang (integrations/llvm/order_policy.cc, the policy
 branch of pipeline_override.cc; docs/phase-ordering-policy.md) and
-`mlbridge train orders` (python/mlbridge/train/orders/).
+`mlbridge train orders` (python/mlbridge/problems/phase_ordering/orders/).
 
 In clang: -Oz as the plugin measures it is clang's own -Oz, byte for byte
 (with the SLP vectorizer that opt's default<Oz> leaves out); the object clang
@@ -34,9 +34,9 @@ from mlbridge.corpus.elf import stored_sizes  # noqa: E402
 from mlbridge.corpus.evaluate import evaluate  # noqa: E402
 from mlbridge.corpus.layout import load  # noqa: E402
 from mlbridge.problems.phase_ordering.order_policy import OrderPolicyFile  # noqa: E402
-from mlbridge.train.orders.labels import parse_measure  # noqa: E402
-from mlbridge.train.orders.ranker import Ranker  # noqa: E402
-from mlbridge.train.orders.run import OrdersConfig, OrdersSetupError, train_orders  # noqa: E402
+from mlbridge.problems.phase_ordering.orders.labels import parse_measure  # noqa: E402
+from mlbridge.problems.phase_ordering.orders.ranker import Ranker  # noqa: E402
+from mlbridge.problems.phase_ordering.orders.run import OrdersConfig, OrdersSetupError, train_orders  # noqa: E402
 from mlbridge.tune.actions import OZ, pipeline_text  # noqa: E402
 
 CLANG = plugin_driver.tool("clang")
@@ -281,7 +281,7 @@ def test_evaluation_projects_are_refused(tmp_path, toolchain):
     lz4.mkdir()
     with pytest.raises(OrdersSetupError, match="evaluation-split"):
         train_orders(str(tmp_path / "o"), [str(lz4)], [], toolchain, llvm_major=MAJOR)
-    from mlbridge.train.orders.candidates import CandidateError, from_tunes
+    from mlbridge.problems.phase_ordering.orders.candidates import CandidateError, from_tunes
     d = _tune_dir(tmp_path, "/somewhere/zstandard", [(3, 1)])
     with pytest.raises(CandidateError, match="evaluation-split"):
         from_tunes([d], 8)

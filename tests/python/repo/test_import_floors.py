@@ -30,7 +30,8 @@ ALLOWED = {
     "problems": {"core", "formats", "transport", "llvm"},
     "corpus": {"core", "formats", "transport", "llvm", "problems"},
     "train": {"core", "formats", "transport", "rpc", "llvm", "problems", "corpus"},
-    TRAINERS: {"core", "formats", "transport", "rpc", "llvm", "problems", "corpus", "train"},
+    # phase ordering's order policy learns from `mlbridge tune`'s searches and steps
+    TRAINERS: {"core", "formats", "transport", "rpc", "llvm", "problems", "corpus", "train", "tune"},
     "benchmark": {"core", "formats", "transport", "llvm", "problems", "corpus"},
     # mlbridge tune: the corpus's compiles, and the speed check's programs with workloads
     "tune": {"core", "formats", "transport", "llvm", "problems", "corpus", "benchmark", "train"},

@@ -1,7 +1,7 @@
 """The order policy file: a few whole pass orders that the mlbridge LLVM plugin
 tries on any module inside the normal compile, keeping the smallest object
 (-Oz is always a candidate, so no module grows). Written by ``mlbridge train
-orders`` (train/orders/), read by the plugin (integrations/llvm/order_policy.cc)::
+orders`` (problems/phase_ordering/orders/), read by the plugin (integrations/llvm/order_policy.cc)::
 
     {"format": "mlbridge-order-policy", "version": 1, "llvm_major": 19,
      "tries": 3, "orders": ["function(sroa<modify-cfg>,...),...", ...],

@@ -1,4 +1,4 @@
-"""`mlbridge train orders`' parts that need no compiler (python/mlbridge/train/orders/):
+"""`mlbridge train orders`' parts that need no compiler (python/mlbridge/problems/phase_ordering/orders/):
 the plugin's measure lines, the coreset's arithmetic and greedy choice, the ranker's
 fit and its ONNX graph (against ONNX Runtime; the plugin's built-in engine runs it in
 test_order_policy.py), the order policy file's checks, the candidates from tunes.
@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 
 from mlbridge.problems.phase_ordering.order_policy import OrderPolicyError, OrderPolicyFile
-from mlbridge.train.orders.candidates import CandidateError, from_tunes
-from mlbridge.train.orders.coreset import greedy, kept, oracle, project_weights, ratio_matrix, score
-from mlbridge.train.orders.labels import ModuleLabels, parse_measure
-from mlbridge.train.orders.ranker import Ranker
+from mlbridge.problems.phase_ordering.orders.candidates import CandidateError, from_tunes
+from mlbridge.problems.phase_ordering.orders.coreset import greedy, kept, oracle, project_weights, ratio_matrix, score
+from mlbridge.problems.phase_ordering.orders.labels import ModuleLabels, parse_measure
+from mlbridge.problems.phase_ordering.orders.ranker import Ranker
 from mlbridge.tune.search import seeds
 
 LINES = """\

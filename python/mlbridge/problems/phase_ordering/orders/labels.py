@@ -17,9 +17,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
-from ...corpus.compile import CompileOptions, Policy, Toolchain, compile_module
-from ...corpus.layout import Corpus, Module
-from ...problems.phase_ordering.problem import MODULE_FEATURES
+from ....corpus.compile import CompileOptions, Policy, Toolchain, compile_module
+from ....corpus.layout import Corpus, Module
+from ..problem import MODULE_FEATURES
 
 _FEATURES = re.compile(r"^mlbridge-po-policy: features (.*): ((?:-?\d+ ?)+)$")
 _MEASURE = re.compile(r"^mlbridge-po-policy: measure (.*): (oz|order (\d+)) (?:(\d+) (\d+)|failed)$")

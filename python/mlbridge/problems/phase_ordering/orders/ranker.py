@@ -8,10 +8,10 @@ from typing import Any, Dict, Optional
 
 import numpy as np
 
-from ...problems.phase_ordering.order_policy import FEATURES, SCORES
-from ...problems.phase_ordering.problem import MODULE_FEATURES
-from ..imitation import Adam
-from ..policy import slog
+from ..order_policy import FEATURES, SCORES
+from ..problem import MODULE_FEATURES
+from ....train.imitation import Adam
+from ....train.policy import slog
 
 _F = np.float32
 #: ratios are clipped to [1 - CLIP, 1 + CLIP] before the log: a ranker needs the

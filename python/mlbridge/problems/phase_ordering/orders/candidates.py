@@ -13,10 +13,10 @@ import os
 from dataclasses import dataclass
 from typing import Dict, List, Sequence, Tuple
 
-from ...core.errors import ArgumentError
-from ...corpus.recipes import recipes
-from ...tune.actions import STEPS, order_names, pipeline_text, stable
-from ...tune.search import seeds
+from ....core.errors import ArgumentError
+from ....corpus.recipes import recipes
+from ....tune.actions import STEPS, order_names, pipeline_text, stable
+from ....tune.search import seeds
 
 
 class CandidateError(ArgumentError):

@@ -19,16 +19,16 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ...core.errors import ArgumentError, MLBridgeError
-from ...core.files import write_json_atomic, write_text_atomic
-from ...corpus.compile import Toolchain
-from ...corpus.layout import CorpusError, load
-from ...problems.phase_ordering.order_policy import OrderPolicyError, OrderPolicyFile
+from ....core.errors import ArgumentError, MLBridgeError
+from ....core.files import write_json_atomic, write_text_atomic
+from ....corpus.compile import Toolchain
+from ....corpus.layout import CorpusError, load
+from ..order_policy import OrderPolicyError, OrderPolicyFile
 from . import candidates as cand
 from .coreset import greedy, oracle, project_weights, ratio_matrix, score
 from .labels import ModuleLabels, measure_corpora
 from .ranker import Ranker
-from ...tune.actions import stable_pipeline
+from ....tune.actions import stable_pipeline
 
 POLICY_DIR = "policy"
 POLICY_FILE = "order_policy.json"
