@@ -45,7 +45,25 @@ bool measureObject(llvm::Module& m, llvm::TargetMachine& tm, ObjectSize* out, st
     return false;
   }
   ObjectSize size;
+  // absolute 64-bit address relocations: a RELATIVE dynamic relocation each under PIC
+  uint64_t absolute = 0;
+  switch (elf->getEMachine()) {
+    case llvm::ELF::EM_X86_64: absolute = llvm::ELF::R_X86_64_64; break;
+    case llvm::ELF::EM_AARCH64: absolute = llvm::ELF::R_AARCH64_ABS64; break;
+    default: break;  // not counted on other targets
+  }
+  bool pic = tm.isPositionIndependent();
   for (const llvm::object::ELFSectionRef s : elf->sections()) {
+    if (pic && absolute) {
+      llvm::Expected<llvm::object::section_iterator> target = s.getRelocatedSection();
+      if (!target) {
+        llvm::consumeError(target.takeError());
+      } else if (*target != elf->section_end() &&
+                 (llvm::object::ELFSectionRef(**target).getFlags() & llvm::ELF::SHF_ALLOC)) {
+        for (const llvm::object::RelocationRef& r : s.relocations())
+          if (r.getType() == absolute) size.dynamicRelocations += sizeof(llvm::ELF::Elf64_Rela);
+      }
+    }
     uint64_t n = s.getSize();
     if ((s.getFlags() & llvm::ELF::SHF_ALLOC) && s.getType() != llvm::ELF::SHT_NOBITS) size.stored += n;
     llvm::Expected<llvm::StringRef> name = s.getName();

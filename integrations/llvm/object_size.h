@@ -20,6 +20,14 @@ namespace mlbridge_llvm {
 struct ObjectSize {
   uint64_t stored = 0;  // allocated sections with contents
   uint64_t text = 0;    // .text and .text.*
+  // Position-independent code only: bytes of the dynamic relocations the
+  // linker will add for this object's absolute addresses in allocated data
+  // (a table of code pointers in .data.rel.ro: one Elf64_Rela each in the
+  // shared library or PIE). The object does not store them; the program does.
+  uint64_t dynamicRelocations = 0;
+
+  // What the order policy compares: the bytes the program will hold for this object.
+  uint64_t cost() const { return stored + dynamicRelocations; }
 };
 
 // Compiles `m` (consumed: code generation rewrites it) to an ELF object in

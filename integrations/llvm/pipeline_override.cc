@@ -359,7 +359,9 @@ class PipelineOverridePass : public llvm::PassInfoMixin<PipelineOverridePass> {
       warnPolicy(ctx, "-Oz cannot be measured (" + err + "); compiled as -Oz");
       return false;
     }
-    if (measure) llvm::errs() << "mlbridge-po-policy: measure " << source << ": oz " << oz.stored << " " << oz.text << "\n";
+    if (measure)
+      llvm::errs() << "mlbridge-po-policy: measure " << source << ": oz " << oz.stored << " " << oz.text << " "
+                   << oz.dynamicRelocations << "\n";
     best = oz;
     std::optional<size_t> winner;
     for (size_t i : chosen) {
@@ -373,8 +375,8 @@ class PipelineOverridePass : public llvm::PassInfoMixin<PipelineOverridePass> {
       }
       if (measure)
         llvm::errs() << "mlbridge-po-policy: measure " << source << ": order " << i << " " << s.stored << " " << s.text
-                     << "\n";
-      if (s.stored < best.stored || (s.stored == best.stored && s.text < best.text)) {
+                     << " " << s.dynamicRelocations << "\n";
+      if (s.cost() < best.cost() || (s.cost() == best.cost() && s.text < best.text)) {
         best = s;
         winner = i;
         kept = std::move(optimized);
@@ -384,7 +386,8 @@ class PipelineOverridePass : public llvm::PassInfoMixin<PipelineOverridePass> {
       llvm::errs() << "mlbridge-tuning: source " << source << ": policy tried " << chosen.size() << " orders [";
       for (size_t k = 0; k < chosen.size(); ++k) llvm::errs() << (k ? " " : "") << chosen[k];
       llvm::errs() << "], kept " << (winner ? "order " + std::to_string(*winner) : std::string("-Oz")) << " ("
-                   << best.stored << " stored bytes, -Oz " << oz.stored << ")\n";
+                   << best.stored << " stored bytes, -Oz " << oz.stored << "; dynamic relocations "
+                   << best.dynamicRelocations << ", -Oz " << oz.dynamicRelocations << ")\n";
     }
     // M's analyses are stale from here on (the pass returns none()).
     replaceModuleContents(m, std::move(kept));

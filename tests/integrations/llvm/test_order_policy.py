@@ -53,7 +53,8 @@ void scale(struct S *s, double k) { s->a *= k; s->b *= k; s->e *= k; s->f *= k; 
 # orders of the tuner's steps: a plausible one, and a lone cheap pass (large code)
 GOOD = pipeline_text((0, 10, 11, 3, 12, 1, 7, 9, 4, 5, 6, 8, 13, 2, 14, 15))
 BAD = "function(instsimplify)"
-TRACE = re.compile(r"policy tried (\d+) orders \[([\d ]*)\], kept (-Oz|order (\d+)) \((\d+) stored bytes, -Oz (\d+)\)")
+TRACE = re.compile(r"policy tried (\d+) orders \[([\d ]*)\], kept (-Oz|order (\d+)) \((\d+) stored bytes, -Oz (\d+); "
+                   r"dynamic relocations (\d+), -Oz (\d+)\)")
 
 
 def _policy(tmp_path, orders, tries, name="p.json", **extra):
@@ -97,7 +98,7 @@ def test_measured_oz_is_clangs_own_oz(tmp_path, slp_c, which):
     r, _ = _with_policy(tmp_path, "m.o", pol, "-mllvm", "-mlbridge-po-measure", src=src)
     assert r.returncode == 0, r.stderr
     features, oz_measured, orders = parse_measure(r.stderr, 2)
-    assert oz_measured[0] == stored_sizes(oz)[1] and oz_measured[1] == stored_sizes(oz)[0]
+    assert oz_measured[:2] == [stored_sizes(oz)[1], stored_sizes(oz)[0]]
     assert len(features) == 32 and features[4] > 0           # instructions, before any pass
     assert orders[1][0] > oz_measured[0]                     # one cheap pass: larger
 
@@ -152,9 +153,41 @@ def test_what_is_measured_includes_clangs_required_passes(tmp_path):
     assert r.returncode == 0, r.stderr
     # the order applied alone: the sizes measured for it (stored bytes and .text)
     assert stored_sizes(out) == (order[1], order[0])
+    assert order[2] == 0                             # no table of addresses here
     r, out = _with_policy(tmp_path, "q.o", pol, src=str(src))
     m = TRACE.search(r.stderr)
     assert m and stored_sizes(out)[1] == int(m.group(5)) <= stored_sizes(oz)[1]
+
+
+SWITCH_SOURCE = """
+const char *name(int i) {
+  switch (i) {
+    case 0: return "zero"; case 1: return "one"; case 2: return "two"; case 3: return "three";
+    case 4: return "four"; case 5: return "five"; case 6: return "six"; default: return "many";
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("pic", ["-fPIC", "-fno-pic"])
+def test_a_table_of_addresses_costs_its_dynamic_relocations_under_pic(tmp_path, pic):
+    # a switch made a lookup table of string addresses and not converted to relative
+    # offsets (-Oz converts it): under PIC each entry is a dynamic relocation in the program
+    src = tmp_path / "sw.c"
+    src.write_text(SWITCH_SOURCE)
+    table = pipeline_text((0, 14))                      # sroa-cse-cfg, late-cfg (switch to lookup)
+    pol = _policy(tmp_path, [table], 1)
+    r, _ = _with_policy(tmp_path, "m.o", pol, "-mllvm", "-mlbridge-po-measure", pic, src=str(src))
+    assert r.returncode == 0, r.stderr
+    _, oz, (order,) = parse_measure(r.stderr, 1)
+    assert oz[2] == 0
+    if pic == "-fPIC":
+        assert order[2] == 7 * 24                       # seven entries, one Elf64_Rela each
+        r, _ = _with_policy(tmp_path, "p.o", pol, pic, src=str(src))
+        m = TRACE.search(r.stderr)
+        assert m and m.group(3) == "-Oz" and int(m.group(7)) == 0
+    else:
+        assert order[2] == 0                            # resolved by the static link
 
 
 def test_an_order_that_only_loses_leaves_oz_untouched(tmp_path):

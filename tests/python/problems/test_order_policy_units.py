@@ -22,8 +22,8 @@ from mlbridge.tune.search import seeds
 LINES = """\
 warning: something unrelated
 mlbridge-po-policy: features /src/a b.c: 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 -32
-mlbridge-po-policy: measure /src/a b.c: oz 1000 600
-mlbridge-po-policy: measure /src/a b.c: order 1 990 590
+mlbridge-po-policy: measure /src/a b.c: oz 1000 600 48
+mlbridge-po-policy: measure /src/a b.c: order 1 990 590 0
 mlbridge-po-policy: measure /src/a b.c: order 0 failed
 """
 
@@ -31,8 +31,8 @@ mlbridge-po-policy: measure /src/a b.c: order 0 failed
 def test_measure_lines_parse_with_spaces_in_paths_and_failures():
     features, oz, orders = parse_measure(LINES, 2)
     assert features[0] == 1 and features[-1] == -32 and len(features) == 32
-    assert oz == [1000, 600]
-    assert orders == [None, [990, 590]]
+    assert oz == [1000, 600, 48]
+    assert orders == [None, [990, 590, 0]]
 
 
 @pytest.mark.parametrize("drop", ["features", "oz", "order 1"])
@@ -178,3 +178,10 @@ def test_the_shipped_policy_is_whole_and_stable():
     assert pol.model is None or os.path.isfile(os.path.join(os.path.dirname(path), pol.model))
     assert set(pol.about["trained_on"]).isdisjoint({"lz4", "zstandard", "deflate", "pyroaring", "pyclipper",
                                                     "ninja", "simdjson"})
+
+
+def test_ratios_count_the_dynamic_relocations_pic_code_will_cost():
+    # -Oz: 1000 stored bytes, no relocations; the order: 950 stored + 96 bytes of dynamic relocations
+    row = ModuleLabels("a", "m", [0] * 32, [1000, 600, 0], [[950, 550, 96], [990, 590]])
+    r = ratio_matrix([row])
+    assert r[0, 0] == pytest.approx(1.046) and r[0, 1] == pytest.approx(0.99)   # old labels: none counted

@@ -14,14 +14,20 @@ import numpy as np
 from .labels import ModuleLabels
 
 
+def cost(size: Sequence[int]) -> int:
+    """What the plugin compares: stored bytes plus the dynamic relocations PIC code
+    will cost in the program (labels without that figure count 0)."""
+    return int(size[0]) + (int(size[2]) if len(size) > 2 else 0)
+
+
 def ratio_matrix(rows: Sequence[ModuleLabels]) -> np.ndarray:
-    """[modules, orders]: each order's stored bytes / -Oz's; a failed order is inf."""
+    """[modules, orders]: each order's cost / -Oz's; a failed order is inf."""
     out = np.full((len(rows), len(rows[0].orders) if rows else 0), np.inf)
     for i, r in enumerate(rows):
-        oz = max(1, r.oz[0])
+        oz = max(1, cost(r.oz))
         for j, s in enumerate(r.orders):
             if s is not None:
-                out[i, j] = s[0] / oz
+                out[i, j] = cost(s) / oz
     return out
 
 

@@ -22,7 +22,7 @@ from ....corpus.layout import Corpus, Module
 from ..problem import MODULE_FEATURES
 
 _FEATURES = re.compile(r"^mlbridge-po-policy: features (.*): ((?:-?\d+ ?)+)$")
-_MEASURE = re.compile(r"^mlbridge-po-policy: measure (.*): (oz|order (\d+)) (?:(\d+) (\d+)|failed)$")
+_MEASURE = re.compile(r"^mlbridge-po-policy: measure (.*): (oz|order (\d+)) (?:(\d+) (\d+)(?: (\d+))?|failed)$")
 
 
 @dataclass
@@ -30,9 +30,9 @@ class ModuleLabels:
     corpus: str
     module: str
     features: List[int]
-    #: -Oz's object: [stored bytes, .text bytes]
+    #: -Oz's object: [stored bytes, .text bytes, dynamic relocation bytes]
     oz: List[int]
-    #: per candidate order: [stored, .text], or None when it failed on this module
+    #: per candidate order: [stored, .text, dynamic relocations], or None when it failed on this module
     orders: List[Optional[List[int]]]
     seconds: float = 0.0
     error: Optional[str] = None
@@ -56,7 +56,8 @@ def parse_measure(stderr: str, n_orders: int) -> Tuple[List[int], List[int], Lis
         m = _MEASURE.match(ln)
         if not m:
             continue
-        size = [int(m.group(4)), int(m.group(5))] if m.group(4) is not None else None
+        # stored bytes, .text, and the dynamic relocations PIC code will cost in the program
+        size = ([int(m.group(4)), int(m.group(5)), int(m.group(6) or 0)] if m.group(4) is not None else None)
         if m.group(2) == "oz":
             oz = size
         else:
