@@ -39,11 +39,13 @@
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Transforms/Utils/Cloning.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "module_transplant.h"
 #include "object_size.h"
@@ -307,6 +309,15 @@ class PipelineOverridePass : public llvm::PassInfoMixin<PipelineOverridePass> {
       llvm::raw_svector_ostream os(bitcode);
       llvm::WriteBitcodeToFile(*copy, os, /*ShouldPreserveUseListOrder=*/true);
     }
+    // The same bitcode as an earlier candidate of this module (an order that
+    // changed nothing -Oz's pipeline did not): the same object, not compiled again.
+    for (const auto& [earlier, earlierSize] : seen_) {
+      if (earlier.size() == bitcode.size() && std::equal(earlier.begin(), earlier.end(), bitcode.begin())) {
+        *size = earlierSize;
+        *out = std::move(copy);
+        return true;
+      }
+    }
     llvm::Expected<std::unique_ptr<llvm::Module>> compiled = llvm::parseBitcodeFile(
         llvm::MemoryBufferRef(llvm::StringRef(bitcode.data(), bitcode.size()), "mlbridge-trial"), m.getContext());
     if (!compiled) {
@@ -314,6 +325,7 @@ class PipelineOverridePass : public llvm::PassInfoMixin<PipelineOverridePass> {
       return false;
     }
     if (!measureObject(**compiled, tm, size, error)) return false;
+    seen_.emplace_back(std::move(bitcode), *size);
     *out = std::move(copy);
     return true;
   }
@@ -355,6 +367,7 @@ class PipelineOverridePass : public llvm::PassInfoMixin<PipelineOverridePass> {
     std::string err;
     ObjectSize oz, best;
     std::unique_ptr<llvm::Module> kept;
+    seen_.clear();
     if (!trial(m, mam, *tm, nullptr, &oz, &kept, &err)) {
       warnPolicy(ctx, "-Oz cannot be measured (" + err + "); compiled as -Oz");
       return false;
@@ -389,6 +402,7 @@ class PipelineOverridePass : public llvm::PassInfoMixin<PipelineOverridePass> {
                    << best.stored << " stored bytes, -Oz " << oz.stored << "; dynamic relocations "
                    << best.dynamicRelocations << ", -Oz " << oz.dynamicRelocations << ")\n";
     }
+    seen_.clear();
     // M's analyses are stale from here on (the pass returns none()).
     replaceModuleContents(m, std::move(kept));
     if (llvm::verifyModule(m, &llvm::errs())) {
@@ -398,6 +412,8 @@ class PipelineOverridePass : public llvm::PassInfoMixin<PipelineOverridePass> {
   }
 
   std::shared_ptr<OverrideState> st_;
+  // this module's candidates so far: their optimized bitcode and object size
+  std::vector<std::pair<llvm::SmallVector<char, 0>, ObjectSize>> seen_;
 };
 
 }  // namespace
