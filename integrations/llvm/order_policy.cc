@@ -125,7 +125,9 @@ bool OrderPolicy::choose(const llvm::Module& m, unsigned tries, std::vector<size
         return false;
       }
     }
-    std::stable_sort(idx.begin(), idx.end(), [&](size_t a, size_t b) { return scores[a] > scores[b]; });
+    // best score first, ties by index (a total order: the same choice every time)
+    std::sort(idx.begin(), idx.end(),
+              [&](size_t a, size_t b) { return scores[a] != scores[b] ? scores[a] > scores[b] : a < b; });
   }
   out->assign(idx.begin(), idx.begin() + tries);
   return true;
