@@ -20,6 +20,7 @@
 #include "mlbridge/tensor_spec.h"
 #include "phase_ordering_features.h"
 #include "phase_ordering_runner.h"
+#include "plugin_file.h"
 
 namespace mlbridge_llvm {
 namespace {
@@ -28,26 +29,11 @@ constexpr uint64_t kMaxFileBytes = 64ull << 20;
 
 std::string readInto(const std::string& path, llvm::PassBuilder& pb, std::vector<std::string>* orders,
                      unsigned* tries, std::string* model) {
-  uint64_t size = 0;
-  if (std::error_code ec = llvm::sys::fs::file_size(path, size)) return "cannot read it: " + ec.message();
-  if (size > kMaxFileBytes) return "it has " + std::to_string(size) + " bytes (limit " + std::to_string(kMaxFileBytes) + ")";
-  auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
-  if (!buf) return "cannot read it: " + buf.getError().message();
-  llvm::Expected<llvm::json::Value> parsed = llvm::json::parse((*buf)->getBuffer());
-  if (!parsed) return "damaged (not JSON: " + llvm::toString(parsed.takeError()) + ")";
-  const llvm::json::Object* root = parsed->getAsObject();
-  if (!root) return "damaged (not a JSON object)";
-  std::optional<llvm::StringRef> format = root->getString("format");
-  if (!format || *format != kOrderPolicyFormat)
-    return std::string("not an order policy (no \"format\": \"") + kOrderPolicyFormat + "\")";
-  std::optional<int64_t> version = root->getInteger("version");
-  if (!version || *version != kOrderPolicyVersion)
-    return "version " + (version ? std::to_string(*version) : std::string("missing")) + ", this plugin reads " +
-           std::to_string(kOrderPolicyVersion);
-  std::optional<int64_t> major = root->getInteger("llvm_major");
-  if (!major || *major != LLVM_VERSION_MAJOR)
-    return "written for LLVM " + (major ? std::to_string(*major) : std::string("(missing)")) + ", this is LLVM " +
-           std::to_string(LLVM_VERSION_MAJOR) + ": train it again with this compiler";
+  llvm::json::Value value(nullptr);
+  std::string refused = readPluginFile(
+      path, {kOrderPolicyFormat, "an order policy", kOrderPolicyVersion, "train it again", kMaxFileBytes}, &value);
+  if (!refused.empty()) return refused;
+  const llvm::json::Object* root = value.getAsObject();
   const llvm::json::Array* list = root->getArray("orders");
   if (!list || list->empty()) return "damaged (no \"orders\" list)";
   if (list->size() > kMaxPolicyOrders)

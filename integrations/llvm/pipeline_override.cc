@@ -55,6 +55,7 @@
 #include "passes.h"
 #include "phase_ordering_features.h"
 #include "plugin_diagnostic.h"
+#include "plugin_file.h"
 
 namespace mlbridge_llvm {
 namespace {
@@ -127,25 +128,11 @@ struct TuningFile {
 };
 
 std::string loadInto(TuningFile& tf, llvm::PassBuilder& pb) {
-  uint64_t size = 0;
-  if (std::error_code ec = llvm::sys::fs::file_size(tf.path, size)) return "cannot read it: " + ec.message();
-  if (size > kMaxFileBytes) return "it has " + std::to_string(size) + " bytes (limit " + std::to_string(kMaxFileBytes) + ")";
-  auto buf = llvm::MemoryBuffer::getFile(tf.path, /*IsText=*/true);
-  if (!buf) return "cannot read it: " + buf.getError().message();
-  llvm::Expected<llvm::json::Value> parsed = llvm::json::parse((*buf)->getBuffer());
-  if (!parsed) return "damaged (not JSON: " + llvm::toString(parsed.takeError()) + ")";
-  const llvm::json::Object* root = parsed->getAsObject();
-  if (!root) return "damaged (not a JSON object)";
-  std::optional<llvm::StringRef> format = root->getString("format");
-  if (!format || *format != kFormat) return std::string("not a tuning file (no \"format\": \"") + kFormat + "\")";
-  std::optional<int64_t> version = root->getInteger("version");
-  if (!version || *version != kVersion)
-    return "version " + (version ? std::to_string(*version) : std::string("missing")) + ", this plugin reads " +
-           std::to_string(kVersion);
-  std::optional<int64_t> major = root->getInteger("llvm_major");
-  if (!major || *major != LLVM_VERSION_MAJOR)
-    return "written for LLVM " + (major ? std::to_string(*major) : std::string("(missing)")) +
-           ", this is LLVM " + std::to_string(LLVM_VERSION_MAJOR) + ": tune again with this compiler";
+  llvm::json::Value value(nullptr);
+  std::string refused =
+      readPluginFile(tf.path, {kFormat, "a tuning file", kVersion, "tune again", kMaxFileBytes}, &value);
+  if (!refused.empty()) return refused;
+  const llvm::json::Object* root = value.getAsObject();
   const llvm::json::Object* modules = root->getObject("modules");
   if (!modules) return "damaged (no \"modules\" object)";
   for (const auto& [key, entry] : *modules) {

@@ -25,6 +25,18 @@ def slog(x: np.ndarray) -> np.ndarray:
     return np.sign(x) * np.log(np.abs(x) + _F(1))
 
 
+def slog_nodes(inp: str, out: str) -> List[Any]:
+    """ONNX nodes computing ``out = slog(float(inp))`` (needs a float initializer
+    ``one`` = [1]): the feature transform every exported policy starts with."""
+    from onnx import TensorProto, helper
+    return [helper.make_node("Cast", [inp], ["x"], to=TensorProto.FLOAT),
+            helper.make_node("Abs", ["x"], ["ax"]),
+            helper.make_node("Sign", ["x"], ["sx"]),
+            helper.make_node("Add", ["ax", "one"], ["ax1"]),
+            helper.make_node("Log", ["ax1"], ["lx"]),
+            helper.make_node("Mul", ["sx", "lx"], [out])]
+
+
 class MLPPolicy:
     """An inlining policy: features (int64 [1] each, ``names``) -> one score."""
 
@@ -125,16 +137,8 @@ class MLPPolicy:
         inits = [numpy_helper.from_array(np.ones(1, _F), "one"), numpy_helper.from_array(np.zeros(1, _F), "zero"),
                  numpy_helper.from_array(np.array([1, n], np.int64), "row_shape"),
                  numpy_helper.from_array(np.array([1], np.int64), "out_shape")]
-        nodes = [
-            helper.make_node("Concat", self.names, ["xi"], axis=0),
-            helper.make_node("Cast", ["xi"], ["x"], to=TensorProto.FLOAT),
-            helper.make_node("Abs", ["x"], ["ax"]),
-            helper.make_node("Sign", ["x"], ["sx"]),
-            helper.make_node("Add", ["ax", "one"], ["ax1"]),
-            helper.make_node("Log", ["ax1"], ["lx"]),
-            helper.make_node("Mul", ["sx", "lx"], ["t"]),
-            helper.make_node("Reshape", ["t", "row_shape"], ["row"]),
-        ]
+        nodes = [helper.make_node("Concat", self.names, ["xi"], axis=0), *slog_nodes("xi", "t"),
+                 helper.make_node("Reshape", ["t", "row_shape"], ["row"])]
         prev = "row"
         if self.mu.any() or (self.sigma != 1).any():   # an identity normalization costs no node
             nodes += [helper.make_node("Sub", ["row", "mu"], ["centered"]),

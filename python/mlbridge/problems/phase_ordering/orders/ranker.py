@@ -11,7 +11,7 @@ import numpy as np
 from ..order_policy import FEATURES, SCORES
 from ..problem import MODULE_FEATURES
 from ....train.imitation import Adam
-from ....train.policy import slog
+from ....train.policy import slog, slog_nodes
 
 _F = np.float32
 #: ratios are clipped to [1 - CLIP, 1 + CLIP] before the log: a ranker needs the
@@ -100,12 +100,7 @@ class Ranker:
                  numpy_helper.from_array(np.ascontiguousarray(-self.w1), "W1"),
                  numpy_helper.from_array(np.ascontiguousarray(-self.b1), "B1")]
         nodes = [
-            helper.make_node("Cast", [FEATURES], ["x"], to=TensorProto.FLOAT),
-            helper.make_node("Abs", ["x"], ["ax"]),
-            helper.make_node("Sign", ["x"], ["sx"]),
-            helper.make_node("Add", ["ax", "one"], ["ax1"]),
-            helper.make_node("Log", ["ax1"], ["lx"]),
-            helper.make_node("Mul", ["sx", "lx"], ["t"]),
+            *slog_nodes(FEATURES, "t"),
             helper.make_node("Reshape", ["t", "row_shape"], ["row"]),
             helper.make_node("Sub", ["row", "mu"], ["centered"]),
             helper.make_node("Div", ["centered", "sigma"], ["h0"]),
