@@ -376,7 +376,8 @@ class PipelineOverridePass : public llvm::PassInfoMixin<PipelineOverridePass> {
       if (measure)
         llvm::errs() << "mlbridge-po-policy: measure " << source << ": order " << i << " " << s.stored << " " << s.text
                      << " " << s.dynamicRelocations << "\n";
-      if (s.cost() < best.cost() || (s.cost() == best.cost() && s.text < best.text)) {
+      // never an object larger than -Oz's, whatever it saves in relocations
+      if (s.stored <= oz.stored && (s.cost() < best.cost() || (s.cost() == best.cost() && s.text < best.text))) {
         best = s;
         winner = i;
         kept = std::move(optimized);

@@ -294,6 +294,9 @@ def test_train_orders_end_to_end(tmp_path, projects, toolchain):
         ev = evaluate(load(c), Policy.parse(f"orders:{s['policy']}"), toolchain, jobs=2, problem="phase-ordering")
         assert ev.scores and all(sc.ok for sc in ev.scores), [sc.policy.error for sc in ev.scores]
         assert all(sc.policy.stored_bytes <= sc.baseline.stored_bytes for sc in ev.scores)
+        # a module where -Oz was kept (no decision) is -Oz's size; one where an order was kept, no larger
+        assert all(sc.policy.decisions in (0, 1) for sc in ev.scores)
+        assert all(sc.policy.stored_bytes == sc.baseline.stored_bytes for sc in ev.scores if not sc.policy.decisions)
     # a rerun resumes: nothing is measured again
     mtime = os.path.getmtime(os.path.join(out, "labels.jsonl"))
     again = train_orders(out, projects, [], toolchain, OrdersConfig(tries=2, coreset=4, max_orders=7, jobs=2),

@@ -55,13 +55,14 @@ class PhaseOrdering(Problem):
                            "(from `mlbridge tune`), orders:FILE (from `mlbridge train orders`) or pipeline:TEXT")
 
     def verdict(self, stderr: str, policy: PolicyLike) -> Tuple[Optional[str], Optional[int]]:
-        """Decisions: modules whose pipeline was replaced. A pipeline given for
-        every module that the plugin did not apply is a failure (no size of -Oz's
-        stands in for it); a tuning file may leave a module to -Oz."""
+        """Decisions: modules whose pipeline was replaced (an order policy: modules
+        where one of its orders was kept). A pipeline given for every module that
+        the plugin did not apply is a failure (no size of -Oz's stands in for it);
+        a tuning file or an order policy may leave a module to -Oz."""
         if policy.kind == "oz":
             return None, None
         lines = [ln for ln in stderr.splitlines() if ln.startswith(APPLIED)]
-        applied = sum(1 for ln in lines if ": applied " in ln)
+        applied = sum(1 for ln in lines if ": applied " in ln or "], kept order " in ln)
         if policy.kind == "pipeline" and applied == 0:
             return "the plugin did not replace the pipeline (was it loaded, and the module optimized?)", None
         if policy.kind == "tuning" and not lines:
