@@ -1,6 +1,7 @@
 """Register-allocation eviction (ml-compiler-opt's rl/regalloc): the problem
 (``problem.py``), its policy (``policy.py``: the linear scorer, its ONNX export
-and warm start) and its trainer (``trainer.py``: ES over corpus modules).
+and warm start), its trainer (``trainer.py``: ES over corpus modules) and
+LLVM's default rule answering the channel (``default_advisor.py``).
 
 Importing this package imports nothing: the registry (``mlbridge.problems``)
 needs the definition only, and the trainer sits above ``corpus/`` and ``train/``

@@ -15,7 +15,7 @@ import tempfile
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
-from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Callable, List, Optional, Sequence, Tuple
 
 from ....corpus.compile import CompileOptions, Policy, Toolchain, compile_module
 from ....corpus.layout import Corpus, Module

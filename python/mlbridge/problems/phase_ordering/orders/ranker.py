@@ -4,7 +4,7 @@ A small numpy MLP (tanh hidden layer, Adam, masked squared error), exported
 to ONNX with the ops the built-in engine runs (the inlining policy's set)."""
 from __future__ import annotations
 
-from typing import Any, Dict, Optional
+from typing import Any, Dict
 
 import numpy as np
 
