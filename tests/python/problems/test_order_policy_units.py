@@ -160,6 +160,10 @@ def test_candidates_refuse_damaged_or_foreign_tunes(tmp_path):
     e = _tune(tmp_path, "e", "/x/lz4", {})
     with pytest.raises(CandidateError, match="evaluation-split"):
         from_tunes([e], 4)
+    # the speed check's codec corpora (OUT/NAME/corpus), zstd named as its codec
+    for corpus in ("/goal/lz4/corpus", "/goal/zstd/corpus"):
+        with pytest.raises(CandidateError, match="evaluation-split"):
+            from_tunes([_tune(tmp_path, corpus.split("/")[2], corpus, {})], 4)
     s = _tune(tmp_path, "s", "/x/brotli", {"a.o": {"search": {"best_order": [99], "best_bytes": 1, "oz_bytes": 2}}})
     with pytest.raises(CandidateError, match="outside"):
         from_tunes([s], 4)

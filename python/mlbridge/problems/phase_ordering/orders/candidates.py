@@ -45,9 +45,23 @@ class Candidate:
         return order_names(self.order)
 
 
+#: the speed check's codec programs (benchmark_corpus) named otherwise than their recipe
+_ALIASES = {"zstd": "zstandard"}
+
+
 def evaluation_projects() -> Dict[str, str]:
     """Corpus folder name -> recipe name, for the recipes of the evaluation split."""
-    return {r.name: r.name for r in recipes().values() if r.split == "eval"}
+    out = {r.name: r.name for r in recipes().values() if r.split == "eval"}
+    out.update({alias: name for alias, name in _ALIASES.items() if name in out})
+    return out
+
+
+def project_of(corpus: str) -> str:
+    """The project a corpus folder holds: its name, or its parent's when the folder
+    is only called ``corpus`` (the speed check's programs: ``OUT/lz4/corpus``)."""
+    path = os.path.normpath(corpus)
+    name = os.path.basename(path)
+    return os.path.basename(os.path.dirname(path)) if name == "corpus" else name
 
 
 def from_tunes(tune_dirs: Sequence[str], limit: int) -> List[Candidate]:
@@ -67,7 +81,7 @@ def from_tunes(tune_dirs: Sequence[str], limit: int) -> List[Candidate]:
             raise CandidateError(f"{{arg}} {d}: no tune checkpoint ({exc.strerror or exc})") from None
         except (ValueError, KeyError, TypeError) as exc:
             raise CandidateError(f"{{arg}} {path}: damaged ({type(exc).__name__}: {exc})") from None
-        project = os.path.basename(os.path.normpath(corpus))
+        project = project_of(corpus)
         if project in evals:
             raise CandidateError(f"{{arg}} {d}: a tune of {project}, an evaluation-split project: "
                                  "train on training projects only")

@@ -56,7 +56,7 @@ def _projects(corpora: Sequence[str]) -> List[Tuple[str, Any]]:
     evals = cand.evaluation_projects()
     out = []
     for path in corpora:
-        name = os.path.basename(os.path.normpath(path))
+        name = cand.project_of(path)
         if name in evals:
             raise OrdersSetupError("corpora", f"{{arg}} {path}: {name} is an evaluation-split project: "
                                    "train on training projects only")
