@@ -4,7 +4,6 @@
 #include <llvm/Config/llvm-config.h>
 #include <llvm/IR/Module.h>
 #include <llvm/IR/PassManager.h>
-#include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/Error.h>
 #include <llvm/Support/FileSystem.h>
 #include <llvm/Support/JSON.h>
@@ -27,7 +26,7 @@ namespace {
 
 constexpr uint64_t kMaxFileBytes = 64ull << 20;
 
-std::string readInto(const std::string& path, llvm::PassBuilder& pb, std::vector<std::string>* orders,
+std::string readInto(const std::string& path, PipelineParser parse, std::vector<std::string>* orders,
                      unsigned* tries, std::string* model) {
   llvm::json::Value value(nullptr);
   std::string refused = readPluginFile(
@@ -42,7 +41,7 @@ std::string readInto(const std::string& path, llvm::PassBuilder& pb, std::vector
     std::optional<llvm::StringRef> text = (*list)[i].getAsString();
     if (!text) return "damaged (order " + std::to_string(i) + " is not a pipeline string)";
     llvm::ModulePassManager check;
-    if (llvm::Error e = pb.parsePassPipeline(check, *text))
+    if (llvm::Error e = parse(check, *text))
       return "order " + std::to_string(i) + " does not parse with this LLVM: " + llvm::toString(std::move(e));
     orders->push_back(text->str());
   }
@@ -65,11 +64,11 @@ std::string readInto(const std::string& path, llvm::PassBuilder& pb, std::vector
 
 OrderPolicy::~OrderPolicy() = default;
 
-std::unique_ptr<OrderPolicy> OrderPolicy::load(const std::string& path, llvm::PassBuilder& pb) {
+std::unique_ptr<OrderPolicy> OrderPolicy::load(const std::string& path, PipelineParser parse) {
   std::unique_ptr<OrderPolicy> p(new OrderPolicy());
   p->path_ = path;
   std::string model;
-  p->error_ = readInto(path, pb, &p->orders_, &p->tries_, &model);
+  p->error_ = readInto(path, parse, &p->orders_, &p->tries_, &model);
   if (!p->error_.empty() || model.empty()) return p;
   RunnerChoice choice;
   choice.runner = "onnx";

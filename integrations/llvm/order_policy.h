@@ -13,6 +13,11 @@
 #ifndef MLBRIDGE_INTEGRATIONS_LLVM_ORDER_POLICY_H
 #define MLBRIDGE_INTEGRATIONS_LLVM_ORDER_POLICY_H
 
+#include <llvm/ADT/STLFunctionalExtras.h>
+#include <llvm/ADT/StringRef.h>
+#include <llvm/IR/PassManager.h>
+#include <llvm/Support/Error.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -21,7 +26,6 @@
 
 namespace llvm {
 class Module;
-class PassBuilder;
 }  // namespace llvm
 
 namespace mlbridge {
@@ -36,11 +40,15 @@ constexpr const char* kOrderScoresName = "order_scores";
 // more orders than this is not a policy `mlbridge train orders` wrote
 constexpr size_t kMaxPolicyOrders = 4096;
 
+// Parses a textual pipeline the way the caller's PassBuilder does (and keeps
+// its tuning options as they were: pipeline_override.cc's OverrideState::parse).
+using PipelineParser = llvm::function_ref<llvm::Error(llvm::ModulePassManager&, llvm::StringRef)>;
+
 class OrderPolicy {
  public:
-  // Reads and checks PATH (every pipeline parsed by PB, the model loaded).
+  // Reads and checks PATH (every pipeline parsed by PARSE, the model loaded).
   // Never fails hard: error() says why the file is refused.
-  static std::unique_ptr<OrderPolicy> load(const std::string& path, llvm::PassBuilder& pb);
+  static std::unique_ptr<OrderPolicy> load(const std::string& path, PipelineParser parse);
   ~OrderPolicy();
 
   const std::string& path() const { return path_; }

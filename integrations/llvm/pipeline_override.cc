@@ -127,7 +127,7 @@ struct TuningFile {
   }
 };
 
-std::string loadInto(TuningFile& tf, llvm::PassBuilder& pb) {
+std::string loadInto(TuningFile& tf, PipelineParser parse) {
   llvm::json::Value value(nullptr);
   std::string refused =
       readPluginFile(tf.path, {kFormat, "a tuning file", kVersion, "tune again", kMaxFileBytes}, &value);
@@ -142,7 +142,7 @@ std::string loadInto(TuningFile& tf, llvm::PassBuilder& pb) {
     if (llvm::StringRef(key).empty() || llvm::StringRef(key).starts_with("/"))
       return "damaged (module key '" + key.str() + "' is not a relative path)";
     llvm::ModulePassManager check;
-    if (llvm::Error e2 = pb.parsePassPipeline(check, *text))
+    if (llvm::Error e2 = parse(check, *text))
       return "module '" + key.str() + "': its pipeline does not parse with this LLVM: " + llvm::toString(std::move(e2));
     tf.pipelines.emplace(key.str(), text->str());
   }
@@ -161,11 +161,18 @@ struct OverrideState {
   // rewrites the PassBuilder's (pass_builder_access.h)
   llvm::PipelineTuningOptions clangTuning;
 
+  // Every pipeline this plugin builds goes through these two, so the
+  // PassBuilder's tuning options are clang's whenever clang's -Oz is built.
   // Parses TEXT into MPM and puts clang's tuning options back.
   llvm::Error parse(llvm::ModulePassManager& mpm, llvm::StringRef text) {
     llvm::Error e = pb->parsePassPipeline(mpm, text);
     tuningOptionsOf(*pb) = clangTuning;
     return e;
+  }
+  // clang's own -Oz pipeline (not "default<Oz>", which is opt's: no SLP vectorizer).
+  llvm::ModulePassManager clangOz() {
+    tuningOptionsOf(*pb) = clangTuning;
+    return pb->buildPerModuleDefaultPipeline(llvm::OptimizationLevel::Oz);
   }
 };
 
@@ -173,17 +180,16 @@ const TuningFile& tuningFile(OverrideState& st, const std::string& path) {
   if (!st.tuning || st.tuning->path != path) {
     st.tuning = std::make_unique<TuningFile>();
     st.tuning->path = path;
-    st.tuning->error = loadInto(*st.tuning, *st.pb);
-    tuningOptionsOf(*st.pb) = st.clangTuning;
+    st.tuning->error =
+        loadInto(*st.tuning, [&st](llvm::ModulePassManager& mpm, llvm::StringRef text) { return st.parse(mpm, text); });
   }
   return *st.tuning;
 }
 
 OrderPolicy& orderPolicy(OverrideState& st, const std::string& path) {
-  if (!st.policy || st.policy->path() != path) {
-    st.policy = OrderPolicy::load(path, *st.pb);
-    tuningOptionsOf(*st.pb) = st.clangTuning;
-  }
+  if (!st.policy || st.policy->path() != path)
+    st.policy =
+        OrderPolicy::load(path, [&st](llvm::ModulePassManager& mpm, llvm::StringRef text) { return st.parse(mpm, text); });
   return *st.policy;
 }
 
@@ -262,9 +268,7 @@ class PipelineOverridePass : public llvm::PassInfoMixin<PipelineOverridePass> {
     std::unique_ptr<llvm::Module> copy = llvm::CloneModule(m);
     llvm::ModulePassManager mpm;
     if (!text) {
-      // clang's own -Oz pipeline (not "default<Oz>", which is opt's: no SLP vectorizer)
-      tuningOptionsOf(*st_->pb) = st_->clangTuning;
-      mpm = st_->pb->buildPerModuleDefaultPipeline(llvm::OptimizationLevel::Oz);
+      mpm = st_->clangOz();
     } else if (llvm::Error e = st_->parse(mpm, *text)) {
       *error = "does not parse: " + llvm::toString(std::move(e));
       return false;
@@ -274,8 +278,7 @@ class PipelineOverridePass : public llvm::PassInfoMixin<PipelineOverridePass> {
     // Then what clang's pipeline does to the module clang compiles after this
     // pass: its required passes (the always-inliner, ...), the optional ones
     // skipped. The copy measured is then the module clang will compile.
-    tuningOptionsOf(*st_->pb) = st_->clangTuning;
-    llvm::ModulePassManager rest = st_->pb->buildPerModuleDefaultPipeline(llvm::OptimizationLevel::Oz);
+    llvm::ModulePassManager rest = st_->clangOz();
     st_->skipRest = true;
     rest.run(*copy, mam);
     st_->skipRest = false;

@@ -216,7 +216,7 @@ def test_a_ranker_chooses_the_orders_tried(tmp_path, best):
 
 
 @pytest.mark.parametrize("case", ["damaged", "format", "version", "major", "unparsable", "tries", "no-model",
-                                  "model-shape", "not-a-file"])
+                                  "model-shape", "model-nan", "not-a-file"])
 def test_a_bad_policy_is_one_warning_and_oz(tmp_path, case):
     _, oz = _cc(tmp_path, "oz.o")
     orders = [GOOD, BAD]
@@ -238,6 +238,11 @@ def test_a_bad_policy_is_one_warning_and_oz(tmp_path, case):
     elif case == "model-shape":
         _ranker(tmp_path, 5, 0, "r5.onnx")                  # 5 scores for 2 orders
         pol = _policy(tmp_path, orders, 1, model="r5.onnx")
+    elif case == "model-nan":
+        rk = Ranker(2, hidden=4)
+        rk.b1 = np.array([np.nan, 0.0], np.float32)         # a score that is not a number
+        rk.export_onnx(str(tmp_path / "nan.onnx"))
+        pol = _policy(tmp_path, orders, 1, model="nan.onnx")
     else:
         pol = str(tmp_path)
     r, out = _with_policy(tmp_path, "p.o", pol)
