@@ -27,7 +27,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "python"))
 
-from mlbridge.corpus.compile import Policy, Toolchain  # noqa: E402
+from mlbridge.corpus.compile import Policy, Toolchain, driver_plugin_flags  # noqa: E402
 from mlbridge.corpus.elf import stored_sizes  # noqa: E402
 from mlbridge.corpus.evaluate import evaluate  # noqa: E402
 from mlbridge.corpus.layout import load  # noqa: E402
@@ -36,14 +36,10 @@ from mlbridge.corpus.settings import Setting  # noqa: E402
 EVAL_RECIPES = ["lz4", "zstandard", "deflate", "pyroaring", "pyclipper", "ninja"]
 
 
-def policy_flags(plugin: str, path: str) -> list:
-    return [f"-fplugin={plugin}", f"-fpass-plugin={plugin}", "-mllvm", f"-mlbridge-po-policy={os.path.abspath(path)}"]
-
-
 def objects_row(name: str, corpus_dir: str, policy: Policy, tc: Toolchain, jobs: int) -> dict:
     corpus = load(corpus_dir)
     ev = evaluate(corpus, policy, tc, jobs=jobs, problem="phase-ordering")
-    logs, larger, smaller, failed, oz_s, pol_s, oz_b, pol_b = [], 0, 0, [], 0.0, 0.0, 0, 0
+    logs, larger, smaller, failed, oz_s, pol_s, oz_b, pol_b, oz_t, pol_t = [], 0, 0, [], 0.0, 0.0, 0, 0, 0, 0
     for s in ev.scores:
         if not s.ok:
             failed.append({"module": s.module, "error": (s.policy.error or s.baseline.error or "")[:300]})
@@ -53,6 +49,8 @@ def objects_row(name: str, corpus_dir: str, policy: Policy, tc: Toolchain, jobs:
         pol_s += s.policy.seconds
         oz_b += b
         pol_b += p
+        oz_t += int(s.baseline.text_bytes)
+        pol_t += int(s.policy.text_bytes)
         larger += p > b
         smaller += p < b
         if b > 0:
@@ -62,6 +60,8 @@ def objects_row(name: str, corpus_dir: str, policy: Policy, tc: Toolchain, jobs:
            "geomean_pct": round(100 * (math.exp(sum(logs) / len(logs)) - 1), 3) if logs else None,
            "objects_oz_stored": oz_b, "objects_stored": pol_b,
            "objects_pct": round(100.0 * (pol_b - oz_b) / oz_b, 3) if oz_b else None,
+           "objects_oz_text": oz_t, "objects_text": pol_t,
+           "objects_text_pct": round(100.0 * (pol_t - oz_t) / oz_t, 3) if oz_t else None,
            "smaller": smaller, "larger": larger,
            "compile_ratio": round(pol_s / oz_s, 3) if oz_s else None}
     if os.path.isfile(os.path.join(corpus_dir, "programs.json")):
@@ -81,13 +81,14 @@ def workload_row(bench, policy_path: str, tc: Toolchain, work: str) -> dict:
         oz_exe, oz_out = build_with(bench, os.path.join(work, bench.name, "oz"), tc.clang)
         t1 = time.monotonic()
         pol_exe, pol_out = build_with(bench, os.path.join(work, bench.name, "policy"), tc.clang,
-                                      policy_flags(tc.plugin, policy_path))
+                                      driver_plugin_flags(tc.plugin, "mlbridge-po-policy", policy_path))
         t2 = time.monotonic()
     except WorkloadError as exc:
         row["error"] = str(exc)
         return row
-    (_, oz_b), (_, pol_b) = stored_sizes(oz_exe), stored_sizes(pol_exe)
+    (oz_t, oz_b), (pol_t, pol_b) = stored_sizes(oz_exe), stored_sizes(pol_exe)
     row.update(linked_oz_stored=oz_b, linked_stored=pol_b, linked_pct=round(100.0 * (pol_b - oz_b) / oz_b, 3),
+               linked_text_pct=round(100.0 * (pol_t - oz_t) / oz_t, 3),
                output="same output" if oz_out == pol_out else "MISCOMPILE: the output differs",
                build_ratio=round((t2 - t1) / (t1 - t0), 3) if t1 > t0 else None)
     return row

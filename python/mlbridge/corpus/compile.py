@@ -280,6 +280,13 @@ def plugin_args(plugin: str) -> List[str]:
     return ["-load", plugin, f"-fpass-plugin={plugin}"]
 
 
+def driver_plugin_flags(plugin: str, option: str, path: str) -> List[str]:
+    """The clang driver flags that load the plugin (-fplugin makes its options
+    known, -fpass-plugin runs its passes) and give OPTION the absolute PATH: what
+    a user's build adds for a tuning file or an order policy."""
+    return [f"-fplugin={plugin}", f"-fpass-plugin={plugin}", "-mllvm", f"-{option}={os.path.abspath(path)}"]
+
+
 def policy_args(policy: Policy, plugin: Optional[str], problem: Union[str, Problem] = DEFAULT) -> List[str]:
     """What puts POLICY in charge of PROBLEM's decisions: the plugin loaded
     (plugin_args) when the problem runs in it, and the problem's options."""

@@ -130,9 +130,9 @@ def covered(tuning: TuningFile, sources: Iterable[str]) -> List[str]:
 
 
 def flags(plugin: str, path: str) -> List[str]:
-    """The clang driver flags that apply the tuning file at PATH: the plugin
-    loaded (-fplugin makes its options known, -fpass-plugin runs its passes)."""
-    return [f"-fplugin={plugin}", f"-fpass-plugin={plugin}", "-mllvm", f"-mlbridge-tuning={os.path.abspath(path)}"]
+    """The clang driver flags that apply the tuning file at PATH."""
+    from ..corpus.compile import driver_plugin_flags
+    return driver_plugin_flags(plugin, "mlbridge-tuning", path)
 
 
 def oz_bytes(modules: Mapping[str, Mapping[str, Any]]) -> int:

@@ -302,12 +302,30 @@ def test_train_orders_end_to_end(tmp_path, projects, toolchain):
         # a module where -Oz was kept (no decision) is -Oz's size; one where an order was kept, no larger
         assert all(sc.policy.decisions in (0, 1) for sc in ev.scores)
         assert all(sc.policy.stored_bytes == sc.baseline.stored_bytes for sc in ev.scores if not sc.policy.decisions)
-    # a rerun resumes: nothing is measured again
+    # a rerun resumes: nothing is measured again, and the progress counts what was
     mtime = os.path.getmtime(os.path.join(out, "labels.jsonl"))
+    counted = []
+
+    class Bar:
+        def update(self, k, postfix=None):
+            counted.append(k)
+
+        def close(self):
+            pass
     again = train_orders(out, projects, [], toolchain, OrdersConfig(tries=2, coreset=4, max_orders=7, jobs=2),
-                         llvm_major=MAJOR)
+                         llvm_major=MAJOR, stage=lambda total, desc, unit: Bar())
+    assert sum(counted) == s["modules"]
     assert os.path.getmtime(os.path.join(out, "labels.jsonl")) == mtime
     assert again["cv"] == s["cv"]
+
+
+def test_a_measure_compile_that_times_out_is_a_failed_row(tmp_path, projects, toolchain):
+    # a hung or slow compiler is bounded: the module's row says so and has no sizes
+    from mlbridge.problems.phase_ordering.orders.labels import measure_module
+    pol = _policy(tmp_path, [GOOD, BAD], 0)
+    module = load(projects[0]).modules[0]
+    row = measure_module("alpha", module, pol, 2, toolchain, timeout=0.001)
+    assert row.error and "did not finish within" in row.error and not row.oz and not row.orders
 
 
 def test_a_bad_policy_is_a_failure_in_corpus_evaluate(tmp_path, projects, toolchain):

@@ -189,3 +189,25 @@ def test_ratios_count_the_dynamic_relocations_pic_code_will_cost():
     row = ModuleLabels("a", "m", [0] * 32, [1000, 600, 0], [[950, 550, 96], [990, 590]])
     r = ratio_matrix([row])
     assert r[0, 0] == pytest.approx(1.046) and r[0, 1] == pytest.approx(0.99)   # old labels: none counted
+
+
+def test_a_torn_labels_file_resumes_without_its_last_line(tmp_path):
+    # a run killed mid-write leaves half a line: that module is measured again, the rest kept
+    from dataclasses import asdict
+    from mlbridge.problems.phase_ordering.orders.labels import read_rows
+    path = tmp_path / "labels.jsonl"
+    good = json.dumps(asdict(_row("a", 100, 90)))
+    path.write_text(good + "\n" + good[: len(good) // 2])
+    rows = read_rows(str(path))
+    assert len(rows) == 1 and rows[0].oz == [100, 100]
+    assert read_rows(str(tmp_path / "none.jsonl")) == []
+
+
+def test_a_damaged_candidates_file_is_named_and_left(tmp_path):
+    from mlbridge.core.errors import MLBridgeError
+    from mlbridge.problems.phase_ordering.orders.run import OrdersConfig, _candidates
+    path = tmp_path / "candidates.json"
+    path.write_text('{"format": "mlbridge-order-policy", "orders": [')
+    with pytest.raises(MLBridgeError, match="candidates.json: damaged.*remove it to start again"):
+        _candidates(str(tmp_path), [], OrdersConfig(), 19)
+    assert path.read_text() == '{"format": "mlbridge-order-policy", "orders": ['

@@ -110,9 +110,13 @@ def read_rows(path: str) -> List[ModuleLabels]:
 def measure_corpora(path: str, corpora: Sequence[Tuple[str, Corpus]], candidates: str, n_orders: int,
                     toolchain: Toolchain, *, jobs: int, timeout: float,
                     progress: Optional[Callable[[int, str], None]] = None) -> List[ModuleLabels]:
-    """Measures every module not yet in PATH (appending rows), returns all rows."""
+    """Measures every module not yet in PATH (appending rows), returns all rows.
+    PROGRESS counts the modules of CORPORA measured before, then each one measured now."""
     rows = read_rows(path)
     done = {r.key for r in rows}
+    wanted = {f"{name}:{m.name}" for name, c in corpora for m in c.modules}
+    if progress is not None and done & wanted:
+        progress(len(done & wanted), "measured before")
     todo = [(name, m) for name, c in corpora for m in c.modules if f"{name}:{m.name}" not in done]
     # large modules first: the pool stays busy to the end
     todo.sort(key=lambda t: -_size(t[1].bc))

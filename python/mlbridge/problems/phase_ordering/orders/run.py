@@ -20,7 +20,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ....core.errors import ArgumentError, MLBridgeError
-from ....core.files import write_json_atomic, write_text_atomic
+from ....core.files import replace_when_complete, write_json_atomic, write_text_atomic
 from ....corpus.compile import Toolchain
 from ....corpus.layout import CorpusError, load
 from ..order_policy import OrderPolicyError, OrderPolicyFile
@@ -36,8 +36,7 @@ RANKER_FILE = "ranker.onnx"
 
 
 class OrdersSetupError(ArgumentError):
-    def __init__(self, argument: str, message: str) -> None:
-        super().__init__(argument, message)
+    """`train orders` refused because of one argument (the message is one line)."""
 
 
 @dataclass
@@ -140,21 +139,15 @@ def train_orders(out: str, corpora: Sequence[str], tunes: Sequence[str], toolcha
     total = sum(len(c.modules) for _, c in projects)
     jobs = cfg.jobs or os.cpu_count() or 1
     note(f"{n} candidate orders; measuring {total} modules of {len(projects)} projects ({jobs} at a time)")
+    names = {name for name, _ in projects}
     bar = stage(total, "measure", "modules") if stage else None
     try:
-        if bar is not None:
-            done = 0
-            from .labels import read_rows
-            names = {name for name, _ in projects}
-            done = sum(1 for r in read_rows(os.path.join(out, "labels.jsonl")) if r.corpus in names)
-            bar.update(done)
         rows = measure_corpora(os.path.join(out, "labels.jsonl"), projects, os.path.join(out, "candidates.json"),
                                n, toolchain, jobs=jobs, timeout=cfg.timeout,
                                progress=(lambda k, name: bar.update(k, postfix=name)) if bar is not None else None)
     finally:
         if bar is not None:
             bar.close()
-    names = {name for name, _ in projects}
     failed = [r for r in rows if r.corpus in names and r.error]
     rows = [r for r in rows if r.corpus in names and not r.error and r.oz and r.oz[0] > 0]
     if not rows:
@@ -163,10 +156,10 @@ def train_orders(out: str, corpora: Sequence[str], tunes: Sequence[str], toolcha
     feats = np.array([r.features for r in rows], np.float64)
     # an order that does not give the same bytes twice is never chosen (candidates
     # files written before the tuner knew it may hold one)
-    usable = [j for j in range(n) if stable_pipeline(cands.orders[j])]
-    if not usable:
+    usable = np.array([stable_pipeline(o) for o in cands.orders])
+    if not usable.any():
         raise MLBridgeError("no candidate order gives the same bytes twice")
-    ratios[:, [j for j in range(n) if j not in usable]] = np.inf
+    ratios[:, ~usable] = np.inf
     cv = _cv(rows, ratios, feats, cfg)
     kind = cfg.choose if cfg.choose != "auto" else ("ranker" if cv["ranker"] < cv["fixed"] - 0.001 else "fixed")
     w = project_weights(rows)
@@ -177,8 +170,8 @@ def train_orders(out: str, corpora: Sequence[str], tunes: Sequence[str], toolcha
     if kind == "ranker" and len(g) > cfg.tries:
         rk = Ranker(len(g), seed=cfg.seed)
         rk.fit(feats, ratios[:, g], w)
-        rk.export_onnx(os.path.join(pdir, RANKER_FILE + ".tmp"))
-        os.replace(os.path.join(pdir, RANKER_FILE + ".tmp"), os.path.join(pdir, RANKER_FILE))
+        replace_when_complete(os.path.join(pdir, RANKER_FILE + ".tmp"), os.path.join(pdir, RANKER_FILE),
+                              rk.export_onnx)
         model = RANKER_FILE
     else:
         kind = "fixed"
