@@ -12,7 +12,7 @@ policy's flags, linked, run; the outputs must be equal (else a miscompile).
 Prints one JSON line per project, then a Markdown table.
 
     python3 bench/order_policy_goal.py --policy policies/phase_ordering/order_policy.json \
-        [--recipes lz4 zstandard deflate pyroaring pyclipper ninja] [--programs lz4 zstd] [-j 2]
+        [--recipes lz4 zstandard deflate pyroaring pyclipper ninja simdjson] [--programs lz4 zstd] [-j 2]
 """
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ from mlbridge.corpus.evaluate import evaluate  # noqa: E402
 from mlbridge.corpus.layout import load  # noqa: E402
 from mlbridge.corpus.settings import Setting  # noqa: E402
 
-EVAL_RECIPES = ["lz4", "zstandard", "deflate", "pyroaring", "pyclipper", "ninja"]
+EVAL_RECIPES = ["lz4", "zstandard", "deflate", "pyroaring", "pyclipper", "ninja", "simdjson"]
 
 
 def objects_row(name: str, corpus_dir: str, policy: Policy, tc: Toolchain, jobs: int) -> dict:
