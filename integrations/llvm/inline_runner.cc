@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <utility>
 
+#include "callee_answers.h"
 #include "embedded_aot_model.h"
 
 namespace mlbridge_llvm {
@@ -92,43 +93,6 @@ std::string parseFlips(const std::string& text, std::vector<uint64_t>* out) {
   return "";
 }
 
-// The callee file: NAME<TAB>0|1 per line. "" on success, else why not. The
-// file comes from a user: its size, line count and name lengths are bounded.
-std::string readCallees(const std::string& path, std::unordered_map<std::string, bool>* out) {
-  constexpr uint64_t kMaxBytes = 64u << 20;
-  constexpr size_t kMaxLines = 1u << 20;
-  constexpr size_t kMaxName = 4096;
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) return "-mlbridge-inline-callees: cannot open " + path;
-  std::string data;
-  char buf[1 << 16];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) {
-    if (data.size() + n > kMaxBytes) {
-      std::fclose(f);
-      return "-mlbridge-inline-callees: " + path + " is larger than 64 MiB";
-    }
-    data.append(buf, n);
-  }
-  const bool readError = std::ferror(f) != 0;
-  std::fclose(f);
-  if (readError) return "-mlbridge-inline-callees: cannot read " + path;
-  size_t line = 0, i = 0;
-  while (i < data.size()) {
-    size_t end = data.find('\n', i);
-    if (end == std::string::npos) end = data.size();
-    ++line;
-    if (out->size() >= kMaxLines) return "-mlbridge-inline-callees: more than 1048576 callees";
-    const size_t tab = data.rfind('\t', end);
-    if (tab == std::string::npos || tab < i || tab == i || tab + 2 != end || tab - i > kMaxName ||
-        (data[tab + 1] != '0' && data[tab + 1] != '1'))
-      return "-mlbridge-inline-callees: " + path + " line " + std::to_string(line) + ": expected NAME<TAB>0|1";
-    (*out)[data.substr(i, tab - i)] = data[tab + 1] == '1';
-    i = end + 1;
-  }
-  return "";
-}
-
 }  // namespace
 
 InlineRunnerConfig inlineRunnerConfig() {
@@ -166,7 +130,7 @@ InlineRunnerConfig inlineRunnerConfig() {
   const std::string callees = pick(calleesOpt, "MLBRIDGE_INLINE_CALLEES");
   if (!callees.empty()) {
     c.calleesGiven = true;
-    c.calleesError = readCallees(callees, &c.callees);
+    c.calleesError = readCalleeFile(callees, "-mlbridge-inline-callees", &c.callees);
     if (!c.calleesError.empty()) c.callees.clear();
   }
   c.trace = pick(traceOpt, "MLBRIDGE_INLINE_TRACE");

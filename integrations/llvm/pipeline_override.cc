@@ -8,7 +8,10 @@
 // `mlbridge train orders`) names a few orders for any module: each is compiled
 // in-process beside -Oz and the smallest object wins (-Oz on a tie), so no
 // module grows. Precedence: pipeline, then the tuning file's entry for the
-// module, then the policy. At the start of the optimization
+// module, then the policy. A tuning file's entry may also give per-callee
+// inlining answers ("callees"; `-mlbridge-po-callees=FILE` beside a pipeline
+// given), applied as attributes while the module's pipeline runs
+// (callee_answers.h). At the start of the optimization
 // pipeline the module's pipeline runs, then every optional pass of the
 // default pipeline is skipped through the pass-instrumentation hook (required
 // passes such as the always-inliner still run; code generation is clang's
@@ -47,6 +50,7 @@
 #include <utility>
 #include <vector>
 
+#include "callee_answers.h"
 #include "module_transplant.h"
 #include "object_size.h"
 #include "pass_builder_access.h"
@@ -63,6 +67,10 @@ namespace {
 llvm::cl::opt<std::string> PipelineOpt("mlbridge-po-pipeline",
                                        llvm::cl::desc("run this pass pipeline in place of the -O pipeline "
                                                       "(every module; env MLBRIDGE_PO_PIPELINE)"));
+llvm::cl::opt<std::string> CalleesOpt("mlbridge-po-callees",
+                                      llvm::cl::desc("with -mlbridge-po-pipeline: a file of NAME<TAB>0|1 lines; every "
+                                                     "call of NAME is inlined (1) or not (0) while the pipeline runs "
+                                                     "(env MLBRIDGE_PO_CALLEES)"));
 llvm::cl::opt<std::string> TuningOpt("mlbridge-tuning",
                                      llvm::cl::desc("tuning file from `mlbridge tune`: per source file, a pass "
                                                     "pipeline in place of the -O pipeline (env MLBRIDGE_TUNING)"));
@@ -109,23 +117,44 @@ bool keyNames(llvm::StringRef path, llvm::StringRef key) {
 
 // The tuning file, read and checked once per process (a compiler compiles
 // one module; a linker's LTO backends share it read-only).
+struct TuningEntry {
+  std::string pipeline;
+  CalleeAnswers callees;  // empty: the order's inliners decide alone
+};
+
 struct TuningFile {
   std::string path;
-  std::string error;                          // non-empty: the file is refused
-  std::map<std::string, std::string> pipelines;  // source key -> pipeline text
+  std::string error;                           // non-empty: the file is refused
+  std::map<std::string, TuningEntry> entries;  // source key -> what to apply
 
-  // The longest key naming SOURCE; empty when none does.
-  const std::string* find(llvm::StringRef source, std::string* key) const {
-    const std::string* best = nullptr;
-    for (const auto& [k, text] : pipelines) {
+  // The longest key naming SOURCE; nullptr when none does.
+  const TuningEntry* find(llvm::StringRef source, std::string* key) const {
+    const TuningEntry* best = nullptr;
+    for (const auto& [k, entry] : entries) {
       if (keyNames(source, k) && (!best || k.size() > key->size())) {
-        best = &text;
+        best = &entry;
         *key = k;
       }
     }
     return best;
   }
 };
+
+// An entry's "callees": {"NAME": 0|1, ...}; "" or why it is damaged.
+std::string readEntryCallees(const llvm::json::Object& e, const std::string& key, size_t* total, CalleeAnswers* out) {
+  const llvm::json::Value* v = e.get("callees");
+  if (!v) return "";
+  const llvm::json::Object* callees = v->getAsObject();
+  if (!callees) return "damaged (module '" + key + "': \"callees\" is not an object)";
+  for (const auto& [name, answer] : *callees) {
+    std::optional<int64_t> a = answer.getAsInteger();
+    if (llvm::StringRef(name).empty() || name.str().size() > kMaxCalleeName || !a || (*a != 0 && *a != 1))
+      return "damaged (module '" + key + "': callee '" + name.str() + "' needs the answer 0 or 1)";
+    if (++*total > kMaxCallees) return "damaged (more than 1048576 callees)";
+    (*out)[name.str()] = *a == 1;
+  }
+  return "";
+}
 
 std::string loadInto(TuningFile& tf, PipelineParser parse) {
   llvm::json::Value value(nullptr);
@@ -135,6 +164,7 @@ std::string loadInto(TuningFile& tf, PipelineParser parse) {
   const llvm::json::Object* root = value.getAsObject();
   const llvm::json::Object* modules = root->getObject("modules");
   if (!modules) return "damaged (no \"modules\" object)";
+  size_t callees = 0;
   for (const auto& [key, entry] : *modules) {
     const llvm::json::Object* e = entry.getAsObject();
     std::optional<llvm::StringRef> text = e ? e->getString("pipeline") : std::nullopt;
@@ -144,7 +174,10 @@ std::string loadInto(TuningFile& tf, PipelineParser parse) {
     llvm::ModulePassManager check;
     if (llvm::Error e2 = parse(check, *text))
       return "module '" + key.str() + "': its pipeline does not parse with this LLVM: " + llvm::toString(std::move(e2));
-    tf.pipelines.emplace(key.str(), text->str());
+    TuningEntry& te = tf.entries[key.str()];
+    te.pipeline = text->str();
+    std::string bad = readEntryCallees(*e, key.str(), &callees, &te.callees);
+    if (!bad.empty()) return bad;
   }
   return "";
 }
@@ -217,15 +250,25 @@ class PipelineOverridePass : public llvm::PassInfoMixin<PipelineOverridePass> {
       return llvm::PreservedAnalyses::all();
     }
     std::string what = "the pipeline given";
-    if (text.empty() && !file.empty()) {
+    CalleeAnswers given;
+    const CalleeAnswers* callees = &given;
+    if (!text.empty()) {
+      std::string calleeFile = pick(CalleesOpt, "MLBRIDGE_PO_CALLEES", "");
+      std::string bad = calleeFile.empty() ? "" : readCalleeFile(calleeFile, "-mlbridge-po-callees", &given);
+      if (!bad.empty()) {
+        fail(ctx, bad);
+        return llvm::PreservedAnalyses::all();
+      }
+    } else if (!file.empty()) {
       const TuningFile& tf = tuningFile(*st_, file);
       if (!tf.error.empty()) {
         fail(ctx, file + ": " + tf.error);
         return llvm::PreservedAnalyses::all();
       }
       std::string key;
-      if (const std::string* found = tf.find(source, &key)) {
-        text = *found;
+      if (const TuningEntry* found = tf.find(source, &key)) {
+        text = found->pipeline;
+        callees = &found->callees;
         what = "entry '" + key + "'";
       } else if (policy.empty()) {
         if (trace) llvm::errs() << "mlbridge-tuning: source " << source << ": not in the file, default pipeline\n";
@@ -248,14 +291,21 @@ class PipelineOverridePass : public llvm::PassInfoMixin<PipelineOverridePass> {
       fail(ctx, what + " does not parse: " + llvm::toString(std::move(e)));
       return llvm::PreservedAnalyses::all();
     }
+    ForcedInlining forced(m, *callees);
+    const size_t answered = forced.applied();
     st_->running = true;
     mpm.run(m, mam);
     st_->running = false;
+    forced.undo();
     st_->skipRest = true;  // from here on, the default pipeline's optional passes are skipped
     if (llvm::verifyModule(m, &llvm::errs())) {
       fail(ctx, "the module does not verify after " + what + " (an LLVM bug)");
     }
-    if (trace) llvm::errs() << "mlbridge-tuning: source " << source << ": applied " << what << "\n";
+    if (trace) {
+      llvm::errs() << "mlbridge-tuning: source " << source << ": applied " << what;
+      if (!callees->empty()) llvm::errs() << ", " << answered << " of " << callees->size() << " callee answers";
+      llvm::errs() << "\n";
+    }
     return llvm::PreservedAnalyses::none();
   }
 

@@ -14,22 +14,25 @@ from __future__ import annotations
 import dataclasses
 import os
 import tempfile
-from typing import Optional, Tuple
+from typing import Optional, Sequence, Tuple
 
 from ..corpus.compile import PLUGIN_ENV_PREFIXES, CompileOptions, Policy, Toolchain, compile_module
 from ..corpus.layout import Module
+from .callee_file import with_callees, write_callees
 
 #: what one task answers: (stored bytes, .text, seconds, error, the object's bytes)
 Answer = Tuple[Optional[int], Optional[int], float, Optional[str], Optional[bytes]]
 
 
-def _candidate_task(module: Module, pipeline: str, toolchain: Toolchain, options: CompileOptions) -> Answer:
+def _candidate_task(module: Module, pipeline: str, toolchain: Toolchain, options: CompileOptions,
+                    callees: Sequence[Tuple[str, int]] = ()) -> Answer:
     """One candidate on a Ray worker, in a private folder, with the worker's
     environment (the plugin's choosing variables left out, as locally)."""
     options = dataclasses.replace(options, keep_objects=True,
                                   environ={k: v for k, v in os.environ.items()
                                            if not k.startswith(PLUGIN_ENV_PREFIXES)})
     with tempfile.TemporaryDirectory(prefix="mlbridge-tune-task-") as work:
+        options = with_callees(options, write_callees(callees, work, "ray"))
         r = compile_module(module, Policy.pipeline(pipeline), work, toolchain, options, tag="ray",
                            problem="phase-ordering")
         if not r.ok or not r.object_path:
@@ -48,9 +51,10 @@ class RayCandidates:
         self._task = self._ray.remote(num_cpus=1, max_retries=2)(_candidate_task)
 
     def candidate(self, module: Module, pipeline: str, toolchain: Toolchain, options: CompileOptions, work: str,
-                  tag: str) -> Tuple[Optional[int], Optional[int], float, Optional[str]]:
+                  tag: str, callees: Sequence[Tuple[str, int]] = ()
+                  ) -> Tuple[Optional[int], Optional[int], float, Optional[str]]:
         """As Tuner._candidate: the object written under WORK when it compiled."""
-        ref = self._task.remote(module, pipeline, toolchain, options)
+        ref = self._task.remote(module, pipeline, toolchain, options, tuple(callees))
         try:
             # the compile's own bound, plus room for scheduling and the object's trip
             stored, text, seconds, error, data = self._ray.get(ref, timeout=options.timeout + 120)

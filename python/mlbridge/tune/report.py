@@ -34,6 +34,7 @@ def build_report(t: "Tuner", programs: Dict[str, Dict[str, Any]], checks: Dict[s
                      "best_found": s.best_bytes, "tried": s.tried, "failed": s.failed,
                      "seconds": round(s.seconds, 2), "kept": kept, "reverted": u.reverted,
                      "order": order_names(s.best_order) if kept and s.best_order else None,
+                     "callees": len(s.best_callees) if kept else 0, "callee_saved": s.callee_saved if kept else 0,
                      "oz_ir": u.final.get("oz_ir"), "ir": u.final.get("ir"),
                      "oz_seconds": u.final.get("oz_seconds"), "compile_seconds": u.final.get("seconds")})
     ok = [r for r in rows if r["ok"]]
@@ -44,6 +45,7 @@ def build_report(t: "Tuner", programs: Dict[str, Dict[str, Any]], checks: Dict[s
         "objects_oz_stored": oz_s, "objects_stored": st, "objects_stored_pct": _pct(st, oz_s),
         "objects_oz_text": oz_t, "objects_text": tx, "objects_text_pct": _pct(tx, oz_t),
         "candidates": t.candidates, "failed_candidates": sum(u.search.failed for u in t.units if u.search),
+        "callee_answers": sum(r.get("callees", 0) for r in ok), "callee_saved": sum(r.get("callee_saved", 0) for r in ok),
         "minutes": round(t.elapsed / 60.0, 2), "jobs": t.opts.jobs or os.cpu_count() or 1}
     for key, a, b in (("ir", "oz_ir", "ir"), ("compile_seconds", "oz_seconds", "compile_seconds")):
         have = [r for r in ok if r.get(a) is not None and r.get(b) is not None]
@@ -90,12 +92,17 @@ def markdown(report: Dict[str, Any]) -> str:
             f"({_fmt(t['objects_stored_pct'])}), .text {t['objects_oz_text']:,} -> {t['objects_text']:,} "
             f"({_fmt(t['objects_text_pct'])})" + (f"; IR instructions {t['objects_oz_ir']:,} -> {t['objects_ir']:,} "
                                                   f"({_fmt(t.get('objects_ir_pct'))})" if "objects_ir" in t else "")
-            + (f"; compile time {t['compile_time_ratio']:.2f}x -Oz's" if "compile_time_ratio" in t else "") + ".", "",
+            + (f"; compile time {t['compile_time_ratio']:.2f}x -Oz's" if "compile_time_ratio" in t else "") + ".",
+            ""] + ([f"Inlining: {t['callee_answers']} per-callee answers kept with the orders; in the search they "
+                    f"saved {t['callee_saved']:,} bytes on top of the order each was tried with.", ""]
+                   if "callee_answers" in t else []) + [
             "## Where the bytes went, per module", "",
             "| module | -Oz stored | tuned | change | .text change | other sections | tried | order |",
             "|---|---:|---:|---:|---:|---:|---:|---|"]
     for r in sorted((r for r in report["modules"] if r["ok"]), key=lambda r: r["stored"] - r["oz_stored"]):
         note = r["order"] or (f"-Oz ({r['reverted']})" if r["reverted"] else "-Oz")
+        if r.get("callees"):
+            note += f"; {r['callees']} callee answers ({-r['callee_saved']:+,} bytes)"
         out.append(f"| {r['module']} | {r['oz_stored']:,} | {r['stored']:,} | {_fmt(r['delta_pct'])} | "
                    f"{r['text_delta']:+,} | {r['other_delta']:+,} | {r['tried']} | {note} |")
     for r in report["modules"]:

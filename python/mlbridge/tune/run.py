@@ -9,7 +9,9 @@ searching, per module, the pass order that clang runs in place of -Oz's.
    stored bytes (code + read-only + initialized data) and ``.text``.
 2. **Search** (search.py) until the budget's wall minutes are spent, on ``-j``
    compiles at a time: each candidate is the module's own command with the
-   plugin replacing the -O pipeline by an order of steps (actions.py); a
+   plugin replacing the -O pipeline by an order of steps (actions.py), and
+   once a module has had a few, per-callee inlining answers on its best order
+   (search.py: the callees -Oz's inliner asks about, from one traced compile); a
    candidate that fails, crashes, times out or does not verify is recorded and
    never kept. The module asked next is the one where a compile buys the most
    expected bytes: large modules first, fewer tries each as they add up.
@@ -38,6 +40,7 @@ import shlex
 import shutil
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -47,13 +50,14 @@ from ..core.ended import how_it_ended
 from ..core.errors import ArgumentError, MLBridgeError
 from ..core.files import write_json_atomic
 from ..corpus.compile import (CompileOptions, CompiledModule, Policy, Toolchain, compile_module, plugin_args)
-from ..corpus.elf import ElfError, stored_sizes
+from ..corpus.elf import ElfError, function_sizes, stored_sizes
 from ..corpus.layout import Corpus, CorpusError, Module, load
 from ..corpus.programs import Program, load_programs
 from ..corpus.settings import Setting, link_program, opt_level
 from . import tuning_file
 from .actions import STEPS, order_names, pipeline_text
-from .search import OrderSearch, Order, seeds
+from .callee_file import with_callees, write_callees
+from .search import Candidate, OrderSearch, Order, parse_trace, seeds
 
 CHECKPOINT = "checkpoint.json"
 CHECKPOINT_FORMAT = "mlbridge-tune-checkpoint"
@@ -122,6 +126,8 @@ class _Unit:
     #: the linked or check step sent it back to -Oz (why)
     reverted: Optional[str] = None
     running: int = 0
+    #: a compile is asking which callees -Oz's inliner considers (Tuner._questions)
+    asking: bool = False
     #: the tuned build against -Oz's (Tuner._final): IR instructions, compile seconds
     final: Dict[str, Any] = field(default_factory=dict)
 
@@ -245,8 +251,8 @@ class Tuner:
         write_json_atomic(self._checkpoint_path(), d)
 
     # -- compiles -----------------------------------------------------------
-    def _compile(self, u: _Unit, policy: Policy, tag: str) -> CompiledModule:
-        opts = u.options
+    def _compile(self, u: _Unit, policy: Policy, tag: str, callees: Optional[str] = None) -> CompiledModule:
+        opts = with_callees(u.options, callees)
         if policy.kind == "oz":
             # the plugin loaded only to say the module's source file; -Oz's compile is
             # bounded as a module's compile, not as a candidate's
@@ -269,19 +275,45 @@ class Tuner:
         u.oz_text = int(r.text_bytes or 0)
         u.search = OrderSearch(u.module.name, int(r.stored_bytes), self.opts.seed)
 
-    def _candidate(self, u: _Unit, order: Order) -> Tuple[Optional[int], Optional[int], float, Optional[str]]:
-        """(stored bytes, .text, seconds, the object's path or the error) of ORDER on U;
+    def _candidate(self, u: _Unit, cand: Candidate) -> Tuple[Optional[int], Optional[int], float, Optional[str]]:
+        """(stored bytes, .text, seconds, the object's path or the error) of CAND on U;
         the object is kept as U's best only if it is the new best (checked by the
         caller under the lock)."""
         tag = f"c{threading.get_ident() % 10**6}"
         if self._ray is not None:
-            return self._ray.candidate(u.module, pipeline_text(order), self.tc, u.options, self.work, tag)
-        r = self._compile(u, Policy.pipeline(pipeline_text(order)), tag)
+            return self._ray.candidate(u.module, pipeline_text(cand.order), self.tc, u.options, self.work, tag,
+                                       cand.callees)
+        path = write_callees(cand.callees, self.work, tag)
+        try:
+            r = self._compile(u, Policy.pipeline(pipeline_text(cand.order)), tag, path)
+        finally:
+            _unlink(path)
         if not r.ok:
             if r.object_path:
                 _unlink(r.object_path)
             return None, None, r.seconds, r.error
         return r.stored_bytes, r.text_bytes, r.seconds, r.object_path
+
+    def _questions(self, u: _Unit) -> List[Tuple[str, int]]:
+        """The callees -Oz's inliner asks about in U, most calls first, with its
+        answers: the plugin's inliner trace of one -Oz compile (its advisor
+        asking the stock heuristic). None found, or a failed compile: no callee
+        search for U."""
+        fd, trace = tempfile.mkstemp(dir=self.work, prefix="trace-", suffix=".txt")
+        os.close(fd)
+        try:
+            opts = dataclasses.replace(u.options, timeout=max(u.options.timeout, BASELINE_TIMEOUT),
+                                       extra_args=lambda m: plugin_args(self.tc.plugin or "") +
+                                       ["-mllvm", f"-mlbridge-inline-trace={trace}"])
+            r = compile_module(u.module, Policy("oz", "oz"), self.work, self.tc, opts, tag="trace", problem=_PHASES)
+            if not r.ok:
+                return []
+            with open(trace, encoding="utf-8", errors="replace") as f:
+                return parse_trace(f.read(), function_sizes(os.path.join(self.objects, u.oz_object)))
+        except (OSError, ElfError):
+            return []
+        finally:
+            _unlink(trace)
 
     # -- the search ---------------------------------------------------------
     def _pick(self) -> Optional[_Unit]:
@@ -315,19 +347,32 @@ class Tuner:
                 u = self._pick()
                 if u is None:
                     return
-                order = u.search.propose(self.pool)   # type: ignore[union-attr]
+                s = u.search
+                assert s is not None
+                ask = s.wants_questions and not u.asking
+                if ask:
+                    u.asking = True
+                else:
+                    cand = s.propose_candidate(self.pool)
                 u.running += 1
-            size, text, seconds, obj_or_err = self._candidate(u, order)
+            if ask:
+                questions = self._questions(u)
+                with self.lock:
+                    u.running -= 1
+                    u.asking = False
+                    s.questions = questions
+                continue
+            size, text, seconds, obj_or_err = self._candidate(u, cand)
             with self.lock:
                 u.running -= 1
                 self.candidates += 1
-                improved = u.search.record(order, size, seconds)   # type: ignore[union-attr]
+                improved = s.record(cand.order, size, seconds, cand.callees, cand.flip)
                 if size is not None:
-                    if improved and size < u.search.oz_bytes:      # type: ignore[union-attr]
+                    if improved and size < s.oz_bytes:
                         os.replace(obj_or_err, os.path.join(self.objects, u.best_object))  # type: ignore[arg-type]
                         u.best_text = text
-                        if order not in self.pool:
-                            self.pool.append(order)
+                        if cand.order not in self.pool:
+                            self.pool.append(cand.order)
                             del self.pool[:-POOL_SIZE]
                         self.curve.append((self.elapsed + time.monotonic() - start, self._total_best()))
                     else:
@@ -511,20 +556,23 @@ class Tuner:
         assert s is not None
         tuned = u in self.tuned()
         pol = Policy.pipeline(pipeline_text(s.best_order)) if tuned and s.best_order else Policy("oz", "oz")
+        callees = write_callees(s.best_callees, self.work, f"final-{u.key}") if tuned else None
         fig: Dict[str, Any] = {}
         for side, policy in (("oz", Policy("oz", "oz")), ("tuned", pol)):
             if side == "tuned" and not tuned:
                 fig.update(ir=fig.get("oz_ir"), seconds=fig.get("oz_seconds"))
                 continue
-            obj = compile_module(u.module, policy, self.work, self.tc, dataclasses.replace(u.options, keep_objects=False),
+            opts = with_callees(u.options, callees if side == "tuned" else None)
+            obj = compile_module(u.module, policy, self.work, self.tc, dataclasses.replace(opts, keep_objects=False),
                                  tag=f"final-{side}", problem=_PHASES)
             bc = compile_module(u.module, policy, self.work, self.tc,
-                                dataclasses.replace(u.options, bitcode=True, keep_objects=True),
+                                dataclasses.replace(opts, bitcode=True, keep_objects=True),
                                 tag=f"ir-{side}", problem=_PHASES)
             key = "oz_" if side == "oz" else ""
             fig[key + "seconds"] = round(obj.seconds, 3) if obj.ok else None
             fig[key + "ir"] = _ir_instructions(bc.object_path, self.opts.timeout) if bc.ok else None
             _unlink(bc.object_path)
+        _unlink(callees)
         u.final = fig
 
     def final_figures(self) -> None:
@@ -542,7 +590,7 @@ class Tuner:
                                            "clang": self.tc.version, "candidates": self.candidates,
                                            "minutes": round(self.elapsed / 60.0, 2)})
         for key, us in by_key.items():
-            orders = {u.search.best_order for u in us}   # type: ignore[union-attr]
+            orders = {(u.search.best_order, u.search.best_callees) for u in us}   # type: ignore[union-attr]
             if len(orders) > 1:
                 # one source file compiled in two ways, with different best orders: -Oz for both
                 for u in us:
@@ -553,6 +601,9 @@ class Tuner:
             tf.modules[key] = {"pipeline": pipeline_text(s.best_order), "order": order_names(s.best_order).split(),
                                "oz_bytes": s.oz_bytes, "bytes": s.best_bytes, "oz_text": u.oz_text,
                                "text": u.best_text}
+            if s.best_callees:
+                # the plugin applies them while the order runs (callee_answers.h)
+                tf.modules[key]["callees"] = dict(s.best_callees)
         return tf
 
 

@@ -11,7 +11,9 @@ A module is keyed by its source file's path, as a trailing run of path
 components (``lib/lz4.c``): the plugin matches the compiled file's absolute path
 against the keys and takes the longest key that ends it, so the same file built
 in another folder, or a later version of it, still finds its entry; a file no key
-names compiles as usual. Only ``pipeline`` is applied; the rest is for people.
+names compiles as usual. ``pipeline`` is applied, and ``callees`` where an entry
+has them: ``{"NAME": 0|1}``, every call of NAME kept out of line (0) or inlined (1)
+while the pipeline runs (the joint inlining search); the rest is for people.
 The plugin refuses (an error, so the build stops) a file that is damaged, of
 another version, from another LLVM major version, or that names a pass this LLVM
 cannot parse: a build never applies half a file.
@@ -101,6 +103,10 @@ def from_dict(data: Any, where: str = "tuning file") -> TuningFile:
             raise TuningFileError(f"{where}: damaged (module key {key!r} is not a relative path)")
         if not isinstance(entry, dict) or not isinstance(entry.get("pipeline"), str):
             raise TuningFileError(f"{where}: damaged (module {key!r} has no \"pipeline\" string)")
+        callees = entry.get("callees", {})
+        if not isinstance(callees, dict) or any(not name or type(a) is not int or a not in (0, 1)
+                                                for name, a in callees.items()):
+            raise TuningFileError(f"{where}: damaged (module {key!r}: \"callees\" must map names to 0 or 1)")
     about = data.get("about") if isinstance(data.get("about"), dict) else {}
     return TuningFile(major, dict(modules), str(data.get("opt_level", "Oz")), about)
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -116,6 +117,12 @@ def test_a_tuning_file_applies_by_path_suffix_from_another_folder(tmp_path):
                  "modules": {"/abs/x.c": {"pipeline": "function(sroa)"}}}), "is not a relative path"),
     (json.dumps({"format": "mlbridge-tuning", "version": 1, "llvm_major": MAJOR, "modules": {"x.c": {}}}),
      "has no \"pipeline\" string"),
+    (json.dumps({"format": "mlbridge-tuning", "version": 1, "llvm_major": MAJOR,
+                 "modules": {"x.c": {"pipeline": "function(sroa)", "callees": {"f": 2}}}}),
+     "callee 'f' needs the answer 0 or 1"),
+    (json.dumps({"format": "mlbridge-tuning", "version": 1, "llvm_major": MAJOR,
+                 "modules": {"x.c": {"pipeline": "function(sroa)", "callees": ["f"]}}}),
+     "\"callees\" is not an object"),
 ])
 def test_a_bad_tuning_file_stops_the_build_in_one_line(tmp_path, content, says):
     """Never half-applied: every compile that loads it refuses, even of a file it does not name."""
@@ -126,6 +133,64 @@ def test_a_bad_tuning_file_stops_the_build_in_one_line(tmp_path, content, says):
     errors = [ln for ln in r.stderr.splitlines() if "error:" in ln]
     assert len(errors) == 1 and "mlbridge-tuning: " in errors[0] and says in errors[0], r.stderr
     assert not os.path.exists(out)
+
+
+def _symbols(obj):
+    r = subprocess.run([plugin_driver.tool("llvm-nm"), "--defined-only", obj], capture_output=True, text=True,
+                       timeout=60, stdin=subprocess.DEVNULL)
+    assert r.returncode == 0, r.stderr
+    return {ln.split()[-1] for ln in r.stdout.splitlines() if ln.strip()}
+
+
+def test_callee_answers_decide_inlining_inside_the_order_and_leave_no_attribute(tmp_path):
+    """A tuning entry's "callees" (and -mlbridge-po-callees beside a pipeline, what the
+    tuner's candidates use) keep every call of a callee out of line (0) or inline it
+    (1) whichever inliner the order runs; the same answers both ways give the same
+    bytes, and the attributes that carry them do not reach the output."""
+    _, oz = _cc(tmp_path, "oz.o")
+    assert not {"run", "pop"} & _symbols(oz)                 # -Oz inlines both
+    answers = {"run": 0, "pop": 0, "no_such_function": 1}
+    tf = _tuning(tmp_path, {"corpus/interp.c": {"pipeline": "default<Oz>", "callees": answers}})
+    r, kept = _cc(tmp_path, "kept.o", *LOAD, "-mllvm", f"-mlbridge-tuning={tf}", "-mllvm", "-mlbridge-tuning-trace")
+    assert r.returncode == 0, r.stderr
+    assert "applied entry 'corpus/interp.c', 2 of 3 callee answers" in r.stderr
+    assert {"run", "pop"} <= _symbols(kept)
+    listed = tmp_path / "callees.txt"
+    listed.write_text("".join(f"{k}\t{v}\n" for k, v in answers.items()))
+    r, given = _cc(tmp_path, "given.o", *LOAD, "-mllvm", "-mlbridge-po-pipeline=default<Oz>", "-mllvm",
+                   f"-mlbridge-po-callees={listed}")
+    assert r.returncode == 0, r.stderr
+    assert _bytes(given) == _bytes(kept)
+    # a bare cgscc(inline), which asks no advisor, honours them too: 1 inlines every call of fetch
+    step = "cgscc(inline)"
+    _, plain = _cc(tmp_path, "plain.o", *LOAD, "-mllvm", f"-mlbridge-po-pipeline={step}")
+    listed.write_text("fetch\t1\n")
+    _, forced = _cc(tmp_path, "forced.o", *LOAD, "-mllvm", f"-mlbridge-po-pipeline={step}", "-mllvm",
+                    f"-mlbridge-po-callees={listed}")
+    assert "fetch" in _symbols(plain) and "fetch" not in _symbols(forced)
+    # the source's noinline decides over an answer (trace is noinline in interp.c)
+    listed.write_text("trace\t1\n")
+    _, source_says = _cc(tmp_path, "source.o", *LOAD, "-mllvm", f"-mlbridge-po-pipeline={step}", "-mllvm",
+                         f"-mlbridge-po-callees={listed}")
+    assert "trace" in _symbols(source_says)
+    # the attributes were taken back: run and pop carry no noinline after the order
+    r, ir = _cc(tmp_path, "kept.ll", *LOAD, "-mllvm", f"-mlbridge-tuning={tf}", "-S", "-emit-llvm")
+    text = open(ir).read()
+    assert r.returncode == 0
+    groups = dict(re.findall(r"^attributes (#\d+) = (.*)$", text, re.M))
+    for name in ("run", "pop"):
+        group = re.search(rf"^define internal .*@{name}\(.* (#\d+) \{{$", text, re.M).group(1)
+        assert "noinline" not in groups[group] and "alwaysinline" not in groups[group], (name, groups[group])
+
+
+def test_a_bad_callee_file_stops_the_build_in_one_line(tmp_path):
+    listed = tmp_path / "callees.txt"
+    listed.write_text("pop\t2\n")
+    r, out = _cc(tmp_path, "x.o", *LOAD, "-mllvm", "-mlbridge-po-pipeline=default<Oz>", "-mllvm",
+                 f"-mlbridge-po-callees={listed}")
+    errors = [ln for ln in r.stderr.splitlines() if "error:" in ln]
+    assert r.returncode != 0 and not os.path.exists(out)
+    assert len(errors) == 1 and "-mlbridge-po-callees: " in errors[0] and "line 1: expected NAME<TAB>0|1" in errors[0]
 
 
 def test_a_missing_tuning_file_stops_the_build(tmp_path):

@@ -224,3 +224,81 @@ def test_the_search_never_proposes_an_unstable_step():
     s.best_order = (3, unstable, 1, 9)
     for _ in range(50):
         assert actions.stable(s._mutate(s.best_order))
+
+
+def test_the_trace_becomes_questions_with_the_majority_answer_in_the_order_worth_trying():
+    """Kept out of line by -Oz: smallest body first; inlined: a body still in the
+    object and the most calls first; the two kinds alternate."""
+    trace = ("a\tf\t1\nb\tf\t1\nc\tf\t0\na\tg\t0\nd\tg\t0\nbroken line\nx\th\t2\nb\tg\t0\nc\tg\t0\n"
+             "d\tk\t1\na\tm\t0\na\tn\t1\n")
+    assert search.parse_trace(trace) == [("g", 0), ("f", 1), ("m", 0), ("k", 1), ("n", 1)]
+    sizes = {"g": 90, "m": 12, "n": 40}
+    assert search.parse_trace(trace, sizes) == [("m", 0), ("n", 1), ("g", 0), ("f", 1), ("k", 1)]
+    assert search.parse_trace(trace, sizes, limit=1) == [("m", 0)]
+
+
+def test_callee_answers_are_searched_on_the_best_order_once_due():
+    """Before CALLEES_AFTER candidates, or without questions, only orders; then a share of
+    the proposals changes one callee to the answer -Oz did not give, each change once."""
+    s = OrderSearch("m", 1000, seed=3)
+    for k in range(search.CALLEES_AFTER):
+        assert not s.wants_questions
+        c = s.propose_candidate()
+        assert not c.flip and c.callees == ()
+        s.record(c.order, 900 + k, 0.1, c.callees, c.flip)
+    assert s.wants_questions and s.best_bytes == 900
+    s.questions = [("f", 1), ("g", 0)]
+    flips = []
+    for _ in range(200):
+        c = s.propose_candidate()
+        if c.flip:
+            assert c.order == s.best_order
+            flips.append(c.callees)
+            s.record(c.order, 950, 0.1, c.callees, True)      # no gain: the best stays
+        else:
+            s.record(c.order, 990, 0.1, c.callees, False)
+    assert flips == [(("f", 0),), (("g", 1),)]                # each change once, against -Oz's answer
+    assert s.best_callees == () and s.callee_saved == 0
+    # a change that wins becomes the best, and the next ones build on it
+    s.seen_callees.clear()
+    while True:
+        c = s.propose_candidate()
+        if c.flip:
+            break
+        s.record(c.order, 990, 0.1, c.callees, False)
+    assert s.record(c.order, 880, 0.1, c.callees, True)
+    assert s.best_callees == (("f", 0),) and s.callee_saved == 20
+    nxt = next(c for c in iter(s.propose_candidate, None) if c.flip)
+    assert nxt.callees == (("f", 0), ("g", 1))
+    # an order proposed now carries the best callee answers
+    order = next(c for c in iter(s.propose_candidate, None) if not c.flip)
+    assert order.callees == (("f", 0),)
+
+
+def test_callee_answers_round_trip_through_the_checkpoint_and_are_checked():
+    s = OrderSearch("m", 100)
+    s.record((OZ, 15), 90)
+    s.questions = [("f", 1)]
+    s.record((OZ, 15), 80, 0.1, (("f", 0),), True)
+    d = json.loads(json.dumps(s.as_dict()))
+    t = OrderSearch.from_dict(d)
+    assert (t.best_callees, t.questions, t.seen_callees, t.callee_saved) == \
+        (s.best_callees, s.questions, s.seen_callees, s.callee_saved) == ((("f", 0),), [("f", 1)],
+                                                                           {((OZ, 15), (("f", 0),))}, 10)
+    d["best_callees"] = [["f", 2]]
+    with pytest.raises(ValueError, match="not 0 or 1"):
+        OrderSearch.from_dict(d)
+    # a checkpoint of an older tune, without callee answers, still reads
+    old = {k: v for k, v in s.as_dict().items() if k not in ("best_callees", "questions", "seen_callees",
+                                                              "callee_saved")}
+    u = OrderSearch.from_dict(old)
+    assert u.best_callees == () and u.questions is None and u.best_order == (OZ, 15)
+
+
+@pytest.mark.parametrize("callees", [{"f": 2}, {"f": True}, {"": 1}, ["f"]])
+def test_a_tuning_file_with_bad_callee_answers_is_damaged(tmp_path, callees):
+    p = tmp_path / "t.json"
+    p.write_text(json.dumps({"format": "mlbridge-tuning", "version": 1, "llvm_major": 19,
+                             "modules": {"a/x.c": {"pipeline": "function(sroa)", "callees": callees}}}))
+    with pytest.raises(TuningFileError, match="callees"):
+        tuning_file.read(str(p))
