@@ -1,11 +1,13 @@
-"""``mlbridge log show|export``: LLVM training logs (docs/training-logs.md)."""
+"""``mlbridge log show|export``: LLVM training logs (docs/training-logs.md):
+the inliner's (the plugin's -mlbridge-inline-training-log) and, with ``--problem
+phase-ordering``, the pass orders of `mlbridge tune log` (problems/phase_ordering/logs.py)."""
 from __future__ import annotations
 
 import argparse
 import json
 import os
 import sys
-from typing import List
+from typing import Any, List, Optional
 
 from . import problem as problem_flag
 from .errors import UsageError, usage_error
@@ -15,10 +17,13 @@ from .progress import Progress
 def add_parser(sub: argparse._SubParsersAction) -> None:
     lg = sub.add_parser("log", help="training logs: summarize, export for trainers",
                         description="LLVM training logs (the plugin's -mlbridge-inline-training-log, LLVM's "
-                        "-training-log): summarize them, export them as TFRecords of tf.train.SequenceExample "
+                        "-training-log; with --problem phase-ordering, the pass orders `mlbridge tune log` writes): "
+                        "summarize them, export them as TFRecords of tf.train.SequenceExample "
                         "(ml-compiler-opt's trainers), .npz or Parquet.")
     sub2 = lg.add_subparsers(dest="log_cmd", required=True, metavar="ACTION", parser_class=type(lg))
-    s = sub2.add_parser("show", help="summarize a training log")
+    s = sub2.add_parser("show", help="summarize a training log",
+                        description="A training log's features, contexts, decisions and reward; with --problem "
+                        "phase-ordering, each context's order step by step, by name.")
     s.add_argument("log", help="a training log")
     s.add_argument("--json", action="store_true", help="print the summary as JSON")
     problem_flag.add_argument(s)
@@ -27,8 +32,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         description="One record per trajectory (context) with at least one step: every logged "
                         "feature, the score list (delta_size) and a per-step float 'reward' holding the module's "
                         "reward. Reward: 'relative' = ml-compiler-opt's 1 - (policy+0.01)/(oz+0.01), from the "
-                        "sizes set_log_reward keeps in LOG.reward.json; 'bytes' = -delta_size, the .text bytes "
-                        "saved against -Oz; 'auto' = relative if every log has its sizes, else bytes.")
+                        "sizes set_log_reward keeps in LOG.reward.json; 'bytes' = -delta_size, the bytes saved "
+                        "against -Oz (.text for inlining-size, stored bytes for phase-ordering); 'auto' = "
+                        "relative if every log has its sizes, else bytes. --problem phase-ordering: only its logs "
+                        "(module_features, step, action) are read, another is skipped with its reason.")
     e.add_argument("logs", nargs="+", metavar="LOG", help="training logs (a folder: every *.log in it, recursively)")
     e.add_argument("-o", "--output", required=True, metavar="DIR", help="output folder (created)")
     e.add_argument("--format", default="tfrecord", choices=["tfrecord", "npz", "parquet"],
@@ -41,12 +48,22 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     e.set_defaults(run=export)
 
 
+def _phase_ordering_logs(problem: Any) -> Optional[Any]:
+    """problems/phase_ordering/logs.py for its problem (its logs' check and step
+    names); None for the inliner's logs, read as they are."""
+    if problem.name != "phase-ordering":
+        return None
+    from ..problems.phase_ordering import logs
+    return logs
+
+
 def show(args: argparse.Namespace) -> int:
-    problem_flag.checked(args, "log show")
+    problem = problem_flag.checked(args, "log show")
     if not os.path.exists(args.log):
         raise UsageError(f"{args.log}: no such file")
     from ..llvm.log_summary import summarize
-    s = summarize(args.log)
+    po = _phase_ordering_logs(problem)
+    s = po.summarize(args.log) if po is not None else summarize(args.log)
     if args.json:
         print(json.dumps(s, indent=1))
         return 0
@@ -54,6 +71,8 @@ def show(args: argparse.Namespace) -> int:
     p(f"{s['log']}: {len(s['contexts'])} context(s), {s['observations']} observation(s)")
     for c in s["contexts"]:
         p(f"  context {c['name']!r}: {c['observations']} observation(s)")
+        if "decisions" in c:
+            p(f"    {s['advice']['name']} by step: {' '.join(c['decisions'])}")
     p(f"features ({len(s['features'])}):")
     width = max((len(f["name"]) for f in s["features"]), default=0)
     for f in s["features"]:
@@ -66,7 +85,7 @@ def show(args: argparse.Namespace) -> int:
         p(f"{name}: {counts}")
     r = s["reward"]
     if r["delta_size"] is not None:
-        line = f"reward: delta_size {r['delta_size']} bytes"
+        line = f"reward: delta_size {r['delta_size']} {r.get('unit', 'bytes')}"
         if "relative" in r:
             line += f" (policy {r['policy_size']} vs -Oz {r['baseline_size']}: relative reward {r['relative']:+.4f})"
         else:
@@ -80,7 +99,8 @@ def show(args: argparse.Namespace) -> int:
 def export(args: argparse.Namespace) -> int:
     """``log export``: see llvm/log_export.export_logs; exit code 1 when a log was skipped."""
     from ..llvm.log_export import LogExportError, export_logs, find_logs
-    problem_flag.checked(args, "log export")   # the rewards below are its (.text against -Oz)
+    problem = problem_flag.checked(args, "log export")   # the rewards below are its (bytes against -Oz)
+    po = _phase_ordering_logs(problem)
     bars: List[Progress] = []
 
     def start(total: int) -> None:
@@ -101,7 +121,7 @@ def export(args: argparse.Namespace) -> int:
     try:
         paths = find_logs(args.logs)
         result = export_logs(paths, args.output, format=args.format, reward=args.reward, on_start=start,
-                             on_log=done, on_skip=skipped)
+                             on_log=done, on_skip=skipped, check=po.check_log if po is not None else None)
     except LogExportError as exc:
         raise usage_error(exc) from None
     finally:

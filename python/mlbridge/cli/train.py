@@ -8,6 +8,7 @@ problems/eviction/trainer.py, docs/training.md "Register allocation: training").
     mlbridge train search CORPUS... -o RUN [--tries 48] [--minutes M] [--hidden 16] [-j N]
     mlbridge train report RUN [--eval CORPUS...] [--train CORPUS...]
     mlbridge train orders CORPUS... -o OUT --tunes TUNE_DIR... [--tries 3] [-j N]   (phase ordering)
+    mlbridge train room CORPUS... -o OUT [--setting S] [--problem phase-ordering --minutes M]   (the room around -Oz)
 
 ``run`` resumes when RUN already holds a checkpoint (state.json). ``--init oz``
 starts from behavioral cloning of the -Oz heuristic's decisions (its training

@@ -1,9 +1,10 @@
 """``mlbridge tune``: make one program smaller, the way PGO makes one faster
 (tune/run.py, docs/tuning.md).
 
-    mlbridge tune CORPUS -o OUT [--budget-minutes 60] [-j N] [--setting linked|objects] [--check CMD]
-    mlbridge tune flags OUT/tuning.json     # the clang flags that apply it to any build
+    mlbridge tune CORPUS -o OUT [--budget-minutes 60] [-j N] [--setting linked|objects|lto] [--check CMD]
+    mlbridge tune flags OUT/tuning.json     # the clang flags that apply it to any build (lto: the link flags)
     mlbridge tune show OUT/tuning.json      # what it holds; --sources: which of them it covers
+    mlbridge tune log OUT -o DIR            # the kept orders as training logs (problems/phase_ordering/logs.py)
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from typing import Any, Dict, List
 
 from .errors import UsageError, usage_error
 
-_ACTIONS = ("flags", "show")
+_ACTIONS = ("flags", "show", "log")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -26,16 +27,22 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                     "judged by the stored bytes (code + read-only + initialized data) of the linked programs. "
                     "Writes OUT/tuning.json (apply it with the flags of `mlbridge tune flags`), OUT/report.md, "
                     "OUT/report.json and OUT/curve.png. Resumable: OUT/checkpoint.json; a stopped tune started "
-                    "again with the same OUT goes on. Also: `mlbridge tune flags FILE`, `mlbridge tune show FILE`.")
-    p.add_argument("corpus", help="corpus folder (or `flags` / `show` followed by a tuning file)")
+                    "again with the same OUT goes on. Also: `mlbridge tune flags FILE`, `mlbridge tune show FILE`, "
+                    "`mlbridge tune log OUT -o DIR` (a finished or stopped tune's kept orders as training logs "
+                    "for `mlbridge log show|export --problem phase-ordering`).")
+    p.add_argument("corpus", help="corpus folder (or `flags` / `show` followed by a tuning file, or `log` "
+                   "followed by a tune's output folder)")
     p.add_argument("rest", nargs="*", help=argparse.SUPPRESS)
     p.add_argument("-o", "--out", default=None, help="output folder (the checkpoint lives there)")
     p.add_argument("--budget-minutes", type=float, default=60.0,
                    help="wall minutes of search, over all runs into OUT (default 60)")
     p.add_argument("-j", "--jobs", type=int, default=0, help="compiles at a time (default: all cores)")
-    p.add_argument("--setting", choices=("linked", "objects"), default="linked",
+    p.add_argument("--setting", choices=("linked", "objects", "lto"), default="linked",
                    help="linked (default): modules are kept tuned only where the linked programs shrink; "
-                        "objects: each module's object alone")
+                        "objects: each module's object alone; lto: each program's full-LTO link pipeline "
+                        "(applied by link flags, `mlbridge tune flags FILE --program NAME`)")
+    p.add_argument("--program", default=None, metavar="NAME",
+                   help="flags: the program whose link pipeline to print (a tuning file of --setting lto)")
     p.add_argument("--check", default=None, metavar="CMD",
                    help="a shell command run on each linked program ({program} is its path): the tuned build "
                         "must print what -Oz's prints, else the modules responsible go back to -Oz")
@@ -57,8 +64,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run_tune(args: argparse.Namespace) -> int:
     if args.corpus in _ACTIONS:
         if len(args.rest) != 1:
-            raise UsageError(f"usage: mlbridge tune {args.corpus} TUNING_FILE")
-        return run_flags(args) if args.corpus == "flags" else run_show(args)
+            raise UsageError(f"usage: mlbridge tune {args.corpus} " +
+                             ("TUNE_OUT -o DIR" if args.corpus == "log" else "TUNING_FILE"))
+        return {"flags": run_flags, "show": run_show, "log": run_log}[args.corpus](args)
     if args.rest:
         raise UsageError(f"unexpected argument {args.rest[0]!r}")
     if not args.out:
@@ -71,7 +79,7 @@ def run_tune(args: argparse.Namespace) -> int:
     try:
         opts.validate()
         toolchain = Toolchain.find(args.clang, args.plugin, need_plugin=True)
-        if args.setting == "linked":
+        if args.setting != "objects":
             find_lld(toolchain.clang)
     except (TuneArgumentError, CompileSetupError) as exc:
         raise usage_error(exc) from None
@@ -117,13 +125,21 @@ def _read(path: str) -> Any:
 
 def run_flags(args: argparse.Namespace) -> int:
     from ..corpus.compile import CompileSetupError, find_plugin
-    from ..tune.tuning_file import flags
-    _read(args.rest[0])
+    from ..tune.tuning_file import TuningFileError, flags, link_flags
+    import shlex
+    tf = _read(args.rest[0])
+    if tf.link or args.program is not None:
+        # --setting lto: the link's pipeline, for the link line of a -flto -fuse-ld=lld build
+        try:
+            print(shlex.join(link_flags(tf, args.program)))
+        except TuningFileError as exc:
+            raise UsageError(f"{args.rest[0]}: {exc}") from None
+        if not tf.modules:
+            return 0
     try:
         plugin = find_plugin(args.plugin)
     except CompileSetupError as exc:
         raise usage_error(exc) from None
-    import shlex
     print(shlex.join(flags(plugin, args.rest[0])))
     return 0
 
@@ -131,9 +147,11 @@ def run_flags(args: argparse.Namespace) -> int:
 def run_show(args: argparse.Namespace) -> int:
     tf = _read(args.rest[0])
     rows: List[Dict[str, Any]] = [dict(key=k, **{f: v.get(f) for f in ("oz_bytes", "bytes")},
-                                       order=" ".join(v.get("order") or []))
+                                       order=" ".join(v.get("order") or []), callees=len(v.get("callees") or {}))
                                   for k, v in sorted(tf.modules.items())]
-    out: Dict[str, Any] = {"llvm_major": tf.llvm_major, "about": tf.about, "modules": rows}
+    out: Dict[str, Any] = {"llvm_major": tf.llvm_major, "about": tf.about, "modules": rows,
+                           "link": {k: {f: v.get(f) for f in ("oz_bytes", "bytes", "order")}
+                                    for k, v in sorted(tf.link.items())}}
     if args.compile_commands:
         args.sources = (args.sources or []) + _compile_command_sources(args.compile_commands)
     if args.sources is not None:
@@ -149,13 +167,46 @@ def run_show(args: argparse.Namespace) -> int:
     print(f"tuning file for LLVM {tf.llvm_major}: {len(rows)} source files, stored bytes {oz:,} -> {new:,} "
           f"when tuned ({100.0 * (new - oz) / oz if oz else 0.0:+.2f} %)")
     for r in rows:
-        print(f"  {r['key']}: {r['oz_bytes']} -> {r['bytes']}: {r['order']}")
+        print(f"  {r['key']}: {r['oz_bytes']} -> {r['bytes']}: {r['order']}"
+              + (f" (+ {r['callees']} callee answers)" if r["callees"] else ""))
+    for name, e in out["link"].items():
+        print(f"  link of {name} (LTO): {e['oz_bytes']} -> {e['bytes']}: {' '.join(e['order'] or [])}")
     if args.sources is not None:
         n, k = len(out["covered"]) + len(out["not_covered"]), len(out["covered"])
         print(f"mlbridge: note: the tuning file covers {k} of {n} source files; the other {n - k} compile as -Oz"
               + (f" ({', '.join(os.path.basename(s) for s in out['not_covered'][:5])}"
                  f"{', ...' if n - k > 5 else ''})" if n - k else ""))
     return 0
+
+
+def run_log(args: argparse.Namespace) -> int:
+    """``tune log TUNE_OUT -o DIR``: problems/phase_ordering/logs.py; exit code 1
+    when a module's features could not be measured (its log is not written)."""
+    from ..corpus.compile import CompileSetupError, Toolchain
+    from ..problems.phase_ordering.logs import TuneLogError, read_tune, write_tune_logs
+    if not args.out:
+        raise UsageError("usage: mlbridge tune log TUNE_OUT -o DIR")
+    say = (lambda line: None) if args.quiet or args.json else (
+        lambda line: print(f"mlbridge tune log: {line}", file=sys.stderr, flush=True))
+    try:
+        tune = read_tune(args.rest[0])   # a folder that is not a tune's is said before any tool is looked for
+        toolchain = Toolchain.find(args.clang, args.plugin, need_plugin=True)
+        summary = write_tune_logs(tune, args.out, toolchain, jobs=args.jobs, timeout=args.timeout, progress=say)
+    except CompileSetupError as exc:
+        raise usage_error(exc) from None
+    except TuneLogError as exc:
+        raise UsageError(str(exc)) from None
+    for module, why in sorted(summary["failed"].items()):
+        print(f"mlbridge: {module}: no log: its features could not be measured: {why}", file=sys.stderr)
+    if args.json:
+        json.dump(summary, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+    else:
+        logs = summary["logs"]
+        print(f"{len(logs)} logs ({sum(e['steps'] for e in logs)} steps) of a "
+              f"{'finished' if summary['finished'] else 'stopped'} tune -> {args.out}; "
+              f"{len(summary['left_at_oz'])} modules left at -Oz have none")
+    return 1 if summary["failed"] else 0
 
 
 def _compile_command_sources(path: str) -> List[str]:

@@ -118,12 +118,14 @@ def version_script(program: Program, path: str) -> str:
 
 def link_command(program: Program, inputs: Sequence[str], out: str, toolchain: Toolchain, setting: Setting,
                  policy: Policy, opt: str, script: Optional[str], *, logged: bool = False,
-                 problem: Union[str, Problem] = DEFAULT) -> Tuple[List[str], Dict[str, str]]:
+                 problem: Union[str, Problem] = DEFAULT, link_args: Sequence[str] = ()
+                 ) -> Tuple[List[str], Dict[str, str]]:
     """The clang driver line that links PROGRAM with lld, and the environment
     that puts PROBLEM's policy in charge inside the linker (lto with a policy:
     POLICY's linker part, Policy.in_linker). LOGGED: the linker writes a
     training log, so the plugin is loaded even for -Oz (its stock heuristic
-    decides and is logged)."""
+    decides and is logged). LINK_ARGS: more of the driver's link arguments
+    (e.g. the LTO link's pipeline, `mlbridge tune --setting lto`)."""
     policy = policy.in_linker
     cmd = [toolchain.clang, "-fuse-ld=lld", "-Wl,--gc-sections"]
     if setting.lto:
@@ -146,7 +148,7 @@ def link_command(program: Program, inputs: Sequence[str], out: str, toolchain: T
         if policy.kind == "python" and setting.name == "thinlto":
             # one pair of pipes, one conversation at a time: one backend thread
             cmd.append("-Wl,--thinlto-jobs=1")
-    cmd += list(inputs) + [f"-l{lib}" for lib in program.libs] + ["-o", out]
+    cmd += list(link_args) + list(inputs) + [f"-l{lib}" for lib in program.libs] + ["-o", out]
     return cmd, env
 
 
@@ -214,12 +216,12 @@ def build_program(corpus: Corpus, program: Program, policy: Policy, setting: Set
 
 def link_program(program: Program, inputs: Sequence[str], policy: Policy, setting: Setting, folder: str,
                  toolchain: Toolchain, options: CompileOptions, opt: str, *, keep: bool = False,
-                 extra_env: Optional[Dict[str, str]] = None, problem: Union[str, Problem] = DEFAULT
-                 ) -> CompiledModule:
+                 extra_env: Optional[Dict[str, str]] = None, problem: Union[str, Problem] = DEFAULT,
+                 link_args: Sequence[str] = ()) -> CompiledModule:
     """Links INPUTS (the members' objects, or LTO bitcode) into FOLDER/NAME and
     measures it; in lto the policy (its linker part) decides again in the linker,
     judged by PROBLEM's verdict. ``decisions``: the linker's own. EXTRA_ENV: more
-    of the linker's environment (a trace)."""
+    of the linker's environment (a trace); LINK_ARGS: more link arguments."""
     problem = resolve(problem)
     res = CompiledModule(program.name, ok=False)
     start = time.monotonic()
@@ -228,7 +230,8 @@ def link_program(program: Program, inputs: Sequence[str], policy: Policy, settin
         script = version_script(program, os.path.join(folder, "exports.map")) if program.kind == "shared" else None
         cmd, env_add = link_command(program, inputs, out, toolchain, setting, policy, opt, script,
                                     logged=bool(problem.linker_log_variable)
-                                    and problem.linker_log_variable in (extra_env or {}), problem=problem)
+                                    and problem.linker_log_variable in (extra_env or {}), problem=problem,
+                                    link_args=link_args)
         env = dict(options.environ)
         env.update(env_add)
         env.update(extra_env or {})

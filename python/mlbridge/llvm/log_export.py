@@ -24,7 +24,8 @@ __all__ = ["REWARD_MODES", "ExportedTrajectory", "module_reward", "choose_reward
            "LogExportArgumentError", "find_logs", "export_logs"]
 
 #: relative: ml-compiler-opt's 1 - (policy + 0.01) / (oz + 0.01), needs the sizes
-#: set_log_reward keeps; bytes: -delta_size, the .text bytes saved against -Oz.
+#: set_log_reward keeps; bytes: -delta_size, the bytes saved against -Oz (the
+#: problem's: .text for inlining, stored bytes for phase ordering).
 REWARD_MODES = ("auto", "relative", "bytes")
 
 
@@ -57,6 +58,10 @@ def feature_lists(log: TrainingLog, traj: Trajectory, reward: float) -> Dict[str
     for name, values in traj.features.items():
         if name == "reward":
             raise ProtocolError(f"{log.path}: a feature is named 'reward', which the export adds")
+        # .npz and Parquet add a per-row 'step' column; phase ordering logs the same number
+        if name == "step" and not np.array_equal(values.reshape(-1), np.arange(traj.steps)):
+            raise ProtocolError(f"{log.path}: its feature 'step' is not each step's position from 0, "
+                                "which the export's own 'step' column holds")
         out[name] = values
     out["reward"] = np.full(traj.steps, reward, dtype=np.float32)
     return out
@@ -243,12 +248,14 @@ def find_logs(paths: Sequence[str]) -> List[str]:
 def export_logs(paths: Sequence[str], output: str, *, format: str = "tfrecord", reward: str = "auto",
                 on_start: Optional[Callable[[int], None]] = None,
                 on_log: Optional[Callable[[str, bool], None]] = None,
-                on_skip: Optional[Callable[[str], None]] = None) -> Dict[str, Any]:
+                on_skip: Optional[Callable[[str], None]] = None,
+                check: Optional[Callable[[TrainingLog], None]] = None) -> Dict[str, Any]:
     """Every log of PATHS read, then the output (SINKS[format]) written under a
-    temporary name and renamed. A malformed log is skipped with its reason
-    (``failed``; ``on_skip`` is told); when no log could be read, nothing is
-    written (no empty output, no new folder). ``on_log(path, ok)`` after each
-    log. Returns the result (``outputs``, ``records``, ``steps``, ``reward``, ...)."""
+    temporary name and renamed. A malformed log, or one CHECK (the problem's)
+    refuses, is skipped with its reason (``failed``; ``on_skip`` is told); when
+    no log could be read, nothing is written (no empty output, no new folder).
+    ``on_log(path, ok)`` after each log. Returns the result (``outputs``,
+    ``records``, ``steps``, ``reward``, ...)."""
     if format == "parquet":
         try:
             import pyarrow  # noqa: F401
@@ -270,7 +277,10 @@ def export_logs(paths: Sequence[str], output: str, *, format: str = "tfrecord", 
             on_start(len(paths))
         for path in paths:
             try:
-                trajs = trajectories(read_training_log(path), mode)
+                log = read_training_log(path)
+                if check is not None:
+                    check(log)
+                trajs = trajectories(log, mode)
             except (MLBridgeError, OSError, ValueError) as exc:
                 reason = str(exc) if path in str(exc) else f"{path}: {exc}"
                 failed.append({"log": path, "error": reason})

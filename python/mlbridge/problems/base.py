@@ -18,7 +18,7 @@ from ..core.errors import ArgumentError, MLBridgeError
 from ..core.spec import TensorSpec
 
 #: the commands that take ``--problem`` (what Problem.commands names)
-COMMANDS = ("corpus evaluate", "train run", "train search", "train report", "log show", "log export")
+COMMANDS = ("corpus evaluate", "train run", "train search", "train report", "train room", "log show", "log export")
 
 
 class ProblemError(ArgumentError):

@@ -55,11 +55,18 @@ STEPS: List[PassStep] = [
     # options, so unlike clang -Oz it has no SLP vectorizer (step 2 adds one);
     # orders may build on it
     PassStep("oz", "default<Oz>"),
+    # the full-LTO link's own pipeline: what ld.lld runs on the merged module of a
+    # -flto -Oz build (clang passes -Oz to the link as --lto-O2; the functions
+    # carry minsize). The whole pipeline of a program's search under --setting lto.
+    PassStep("lto", "lto<O2>"),
 ]
 
 #: entries shared with the phase-ordering pass (its kNumPhaseOrderActions)
 PHASE_ORDER_ACTIONS = 15
-OZ = len(STEPS) - 1
+OZ = next(i for i, s in enumerate(STEPS) if s.name == "oz")
+LTO = next(i for i, s in enumerate(STEPS) if s.name == "lto")
+#: the steps that are a whole pipeline: searches start from them, never draw them at random
+WHOLE = frozenset({OZ, LTO})
 INLINE = 3
 #: steps whose output differs between two runs of the same compiler on the same
 #: input (LLVM 19's gvn-sink after -Oz's pipeline: three compiles of zstd, three
@@ -67,9 +74,10 @@ INLINE = 3
 #: search never proposes it and no policy ships it (kept in the table: append only).
 UNSTABLE_PASSES = ("gvn-sink",)
 UNSTABLE = frozenset(i for i, s in enumerate(STEPS) if any(p in s.pipeline for p in UNSTABLE_PASSES))
-#: what the search draws from: every stable step (RANDOM_STEPS: but the whole -Oz step)
-STABLE_STEPS = [i for i in range(len(STEPS)) if i not in UNSTABLE]
-RANDOM_STEPS = [i for i in STABLE_STEPS if i != OZ]
+#: what the search draws from: every stable step but the LTO link's pipeline, which
+#: only a program's search under LTO starts from (RANDOM_STEPS: no whole pipeline)
+STABLE_STEPS = [i for i in range(len(STEPS)) if i not in UNSTABLE and i != LTO]
+RANDOM_STEPS = [i for i in STABLE_STEPS if i not in WHOLE]
 
 
 def stable(order: Sequence[int]) -> bool:

@@ -18,17 +18,17 @@ def _pct(new: Optional[int], old: Optional[int]) -> Optional[float]:
 
 
 def build_report(t: "Tuner", programs: Dict[str, Dict[str, Any]], checks: Dict[str, str]) -> Dict[str, Any]:
-    tuned = {u.module.name for u in t.tuned()}
+    tuned = {u.name for u in t.tuned()}
     rows: List[Dict[str, Any]] = []
     for u in t.units:
         s = u.search
         if s is None:
-            rows.append({"module": u.module.name, "ok": False, "error": u.error})
+            rows.append({"module": u.name, "ok": False, "error": u.error})
             continue
-        kept = u.module.name in tuned
+        kept = u.name in tuned
         stored = s.best_bytes if kept else s.oz_bytes
         text = u.best_text if kept else u.oz_text
-        rows.append({"module": u.module.name, "ok": True, "source": u.source, "oz_stored": s.oz_bytes,
+        rows.append({"module": u.name, "ok": True, "source": u.source, "oz_stored": s.oz_bytes,
                      "stored": stored, "delta_pct": _pct(stored, s.oz_bytes), "oz_text": u.oz_text, "text": text,
                      "text_delta": (text or 0) - u.oz_text, "other_delta": (stored - s.oz_bytes) - ((text or 0) - u.oz_text),
                      "best_found": s.best_bytes, "tried": s.tried, "failed": s.failed,
@@ -74,9 +74,11 @@ def build_report(t: "Tuner", programs: Dict[str, Dict[str, Any]], checks: Dict[s
 
 def markdown(report: Dict[str, Any]) -> str:
     t = report["total"]
+    lto = report.get("setting") == "lto"
+    units = "programs' LTO links" if lto else "modules"
     out = [f"# mlbridge tune: {report['corpus']}", "",
            f"{t['candidates']:,} candidates ({t['failed_candidates']:,} failed) in {t['minutes']} minutes on "
-           f"{t['jobs']} compiles at a time; {t['tuned']} of {t['modules']} modules tuned. Stored bytes are "
+           f"{t['jobs']} compiles at a time; {t['tuned']} of {t['modules']} {units} tuned. Stored bytes are "
            "code + read-only + initialized data (llvm-size's Berkeley text + data).", ""]
     if report["programs"]:
         out += ["| program | -Oz stored | tuned stored | change | -Oz .text | tuned .text | change | output |",
@@ -88,15 +90,15 @@ def markdown(report: Dict[str, Any]) -> str:
                    f"**{_fmt(t['linked_stored_pct'])}** | {t['linked_oz_text']:,} | {t['linked_text']:,} | "
                    f"{_fmt(t['linked_text_pct'])} | |")
         out.append("")
-    out += [f"Objects: stored {t['objects_oz_stored']:,} -> {t['objects_stored']:,} "
+    out += [f"{'Links' if lto else 'Objects'}: stored {t['objects_oz_stored']:,} -> {t['objects_stored']:,} "
             f"({_fmt(t['objects_stored_pct'])}), .text {t['objects_oz_text']:,} -> {t['objects_text']:,} "
             f"({_fmt(t['objects_text_pct'])})" + (f"; IR instructions {t['objects_oz_ir']:,} -> {t['objects_ir']:,} "
                                                   f"({_fmt(t.get('objects_ir_pct'))})" if "objects_ir" in t else "")
             + (f"; compile time {t['compile_time_ratio']:.2f}x -Oz's" if "compile_time_ratio" in t else "") + ".",
             ""] + ([f"Inlining: {t['callee_answers']} per-callee answers kept with the orders; in the search they "
                     f"saved {t['callee_saved']:,} bytes on top of the order each was tried with.", ""]
-                   if "callee_answers" in t else []) + [
-            "## Where the bytes went, per module", "",
+                   if "callee_answers" in t and not lto else []) + [
+            f"## Where the bytes went, per {'program' if lto else 'module'}", "",
             "| module | -Oz stored | tuned | change | .text change | other sections | tried | order |",
             "|---|---:|---:|---:|---:|---:|---:|---|"]
     for r in sorted((r for r in report["modules"] if r["ok"]), key=lambda r: r["stored"] - r["oz_stored"]):

@@ -18,7 +18,12 @@ searching, per module, the pass order that clang runs in place of -Oz's.
 3. **Linked** (``--setting linked``, the default): the programs of
    ``programs.json`` linked by ``ld.lld-19 --gc-sections`` with each module's
    best object; a module whose tuned object does not make the linked programs
-   smaller goes back to -Oz. Judged on what ships.
+   smaller goes back to -Oz. Judged on what ships. **LTO** (``--setting lto``):
+   the modules are compiled once to full-LTO bitcode with their own -Oz, and
+   what is searched is each *program's* link pipeline, the one ld.lld runs on
+   the merged module (``--lto-newpm-passes``; its whole-pipeline step is the
+   link's own ``lto<O2>``): a unit of the search is a program, a candidate one
+   link.
 4. **Wrong code** (``check``): a command run on each linked program, -Oz's
    and the tuned one; different output or exit status is a miscompile, the
    modules responsible are found by bisection and left at -Oz.
@@ -54,8 +59,9 @@ from ..corpus.elf import ElfError, function_sizes, stored_sizes
 from ..corpus.layout import Corpus, CorpusError, Module, load
 from ..corpus.programs import Program, load_programs
 from ..corpus.settings import Setting, link_program, opt_level
+from .tuning_file import lto_pipeline_args
 from . import tuning_file
-from .actions import STEPS, order_names, pipeline_text
+from .actions import LTO, STEPS, order_names, pipeline_text
 from .callee_file import with_callees, write_callees
 from .search import Candidate, OrderSearch, Order, parse_trace, seeds
 
@@ -63,7 +69,7 @@ CHECKPOINT = "checkpoint.json"
 CHECKPOINT_FORMAT = "mlbridge-tune-checkpoint"
 CHECKPOINT_VERSION = 1
 TUNING = "tuning.json"
-SETTINGS = ("objects", "linked")
+SETTINGS = ("objects", "linked", "lto")
 #: a candidate compile slower than this is recorded as failed (timed out)
 CANDIDATE_TIMEOUT = 120.0
 #: the -Oz compile of a module is bounded by this (or the candidates' bound if longer)
@@ -110,14 +116,18 @@ class TuneOptions:
             raise TuneArgumentError("jobs", "{arg} must be 0 (all cores) or more")
         if self.check is not None and "{program}" not in self.check:
             raise TuneArgumentError("check", "{arg} must name the linked program as {program}")
+        if self.ray is not None and self.setting == "lto":
+            raise TuneArgumentError("ray", "{arg}: not with --setting lto (its candidates are links of every "
+                                    "module's bitcode, made here)")
 
 
 @dataclass
 class _Unit:
-    """One module as the tuner sees it."""
-    module: Module
+    """One module as the tuner sees it, or under LTO one program (its link pipeline)."""
+    module: Module                           # lto: the program's first member (for its -O level)
     key: str                                 # file names under OUT/objects
     options: CompileOptions
+    program: Optional[Program] = None        # lto: the program whose link is searched
     search: Optional[OrderSearch] = None
     source: str = ""
     oz_text: int = 0
@@ -130,6 +140,10 @@ class _Unit:
     asking: bool = False
     #: the tuned build against -Oz's (Tuner._final): IR instructions, compile seconds
     final: Dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.program.name if self.program is not None else self.module.name
 
     @property
     def oz_object(self) -> str:
@@ -153,7 +167,7 @@ class Tuner:
         self.out = os.path.abspath(out)
         try:
             self.corpus: Corpus = load(corpus_root)
-            self.programs: List[Program] = load_programs(self.corpus) if options.setting == "linked" else []
+            self.programs: List[Program] = load_programs(self.corpus) if options.setting != "objects" else []
         except CorpusError as exc:
             raise TuneArgumentError("corpus", str(exc).replace("{", "{{").replace("}", "}}")) from None
         self.setting = Setting(options.setting)
@@ -174,6 +188,16 @@ class Tuner:
     # -- setup --------------------------------------------------------------
     def _units(self) -> List[_Unit]:
         base = CompileOptions(timeout=self.opts.timeout, keep_objects=True)
+        if self.setting.lto:
+            units = []
+            for p in self.programs:
+                members = p.members(self.corpus)
+                if members:
+                    units.append(_Unit(members[0], "prog-" + hashlib.sha1(p.name.encode()).hexdigest()[:16],
+                                       self.setting.compile_options(p, base), program=p))
+            if not units:
+                raise TuneArgumentError("corpus", "{arg}: no program to tune")
+            return units
         opts: Dict[str, CompileOptions] = {}
         if self.programs:
             # one object per module for all its programs (-ffunction-sections; position
@@ -192,6 +216,10 @@ class Tuner:
         if not units:
             raise TuneArgumentError("corpus", "{arg}: no module to tune")
         return units
+
+    @property
+    def _what(self) -> str:
+        return "programs (their LTO links)" if self.setting.lto else "modules"
 
     def _checkpoint_path(self) -> str:
         return os.path.join(self.out, CHECKPOINT)
@@ -217,7 +245,7 @@ class Tuner:
             steps = d.get("steps")
             if steps != ident["steps"][:len(steps or [])]:
                 raise ValueError("its steps are not this mlbridge's")
-            by_name = {u.module.name: u for u in self.units}
+            by_name = {u.name: u for u in self.units}
             for name, md in d["modules"].items():
                 u = by_name.get(name)
                 if u is None:
@@ -244,7 +272,7 @@ class Tuner:
         with self.lock:
             d = dict(self._identity(), format=CHECKPOINT_FORMAT, version=CHECKPOINT_VERSION, elapsed=elapsed,
                      candidates=self.candidates, curve=[[round(a, 2), b] for a, b in self.curve],
-                     modules={u.module.name: {"source": u.source, "oz_text": u.oz_text, "error": u.error,
+                     modules={u.name: {"source": u.source, "oz_text": u.oz_text, "error": u.error,
                                               "best_text": u.best_text,
                                               "search": u.search.as_dict() if u.search else None}
                               for u in self.units})
@@ -261,7 +289,46 @@ class Tuner:
                                        timeout=max(opts.timeout, BASELINE_TIMEOUT))
         return compile_module(u.module, policy, self.work, self.tc, opts, tag=tag, problem=_PHASES)
 
+    def _bitcode(self, u: _Unit) -> List[str]:
+        """lto: U's program's members compiled once to full-LTO bitcode with their
+        own -Oz (OUT/objects), for every link of its search."""
+        assert u.program is not None
+        out = []
+        for m in u.program.members(self.corpus):
+            path = os.path.join(self.objects, f"{u.key}-{hashlib.sha1(m.name.encode()).hexdigest()[:16]}.bc")
+            if not os.path.isfile(path):
+                r = compile_module(m, Policy("oz", "oz"), self.work, self.tc,
+                                   dataclasses.replace(u.options, timeout=max(u.options.timeout, BASELINE_TIMEOUT)),
+                                   tag="lto", problem=_PHASES)
+                if not r.ok or not r.object_path:
+                    raise TuneError(f"program {u.name}: module {m.name} does not compile: {r.error}")
+                os.replace(r.object_path, path)
+            out.append(path)
+        return out
+
+    def _link_unit(self, u: _Unit, order: Optional[Order], tag: str) -> CompiledModule:
+        """lto: U's program linked with ORDER as the link's pipeline (None: the link's own)."""
+        assert u.program is not None
+        folder = os.path.join(self.work, f"link-{tag}-{threading.get_ident() % 10**6}")
+        os.makedirs(folder, exist_ok=True)
+        try:
+            return link_program(u.program, self._bitcode(u), Policy("oz", "oz"), self.setting, folder, self.tc,
+                                dataclasses.replace(u.options, timeout=self.opts.timeout), opt_level(u.module),
+                                keep=True, link_args=lto_pipeline_args(pipeline_text(order) if order else None))
+        except TuneError as exc:
+            return CompiledModule(u.name, ok=False, error=str(exc))
+
     def _baseline(self, u: _Unit) -> None:
+        if u.program is not None:
+            r = self._link_unit(u, None, "oz")
+            if not r.ok or r.stored_bytes is None or not r.object_path:
+                u.error = r.error or "no size"
+                return
+            os.replace(r.object_path, os.path.join(self.objects, u.oz_object))
+            u.source, u.oz_text = u.program.name, int(r.text_bytes or 0)
+            u.search = OrderSearch(u.name, int(r.stored_bytes), self.opts.seed, whole=LTO)
+            u.search.questions = []     # callee answers are not searched in the link
+            return
         r = self._compile(u, Policy("oz", "oz"), "oz")
         if not r.ok or r.stored_bytes is None:
             u.error = r.error or "no size"
@@ -280,6 +347,11 @@ class Tuner:
         the object is kept as U's best only if it is the new best (checked by the
         caller under the lock)."""
         tag = f"c{threading.get_ident() % 10**6}"
+        if u.program is not None:
+            r = self._link_unit(u, cand.order, tag)
+            if not r.ok:
+                return None, None, r.seconds, r.error
+            return r.stored_bytes, r.text_bytes, r.seconds, r.object_path
         if self._ray is not None:
             return self._ray.candidate(u.module, pipeline_text(cand.order), self.tc, u.options, self.work, tag,
                                        cand.callees)
@@ -383,7 +455,7 @@ class Tuner:
         os.makedirs(self.work, exist_ok=True)
         todo = [u for u in self.units if u.search is None and u.error is None]
         if todo:
-            self.say(f"baseline: {len(todo)} modules with -Oz")
+            self.say(f"baseline: {len(todo)} {self._what} with -Oz")
             self._parallel(self._baseline, todo)
             self.curve.append((self.elapsed, self._total_best()))
             self._save_checkpoint(self.elapsed)
@@ -395,7 +467,7 @@ class Tuner:
         deadline = start + left
         jobs = self.opts.jobs or os.cpu_count() or 1
         oz = sum(u.search.oz_bytes for u in self.units if u.search)
-        self.say(f"search: {len([u for u in self.units if u.search])} modules, {oz:,} stored bytes at -Oz, "
+        self.say(f"search: {len([u for u in self.units if u.search])} {self._what}, {oz:,} stored bytes at -Oz, "
                  f"{left / 60:.1f} of {budget / 60:.1f} minutes left, {jobs} compiles at a time")
         threads = [threading.Thread(target=self._worker, args=(deadline, start), daemon=True)
                    for _ in range(jobs)]
@@ -447,8 +519,8 @@ class Tuner:
         return [u for u in self.units if u.search and u.search.gain > 0 and u.reverted is None]
 
     def _objects_for(self, program: Program, tuned: Sequence[_Unit]) -> List[str]:
-        chosen = {u.module.name for u in tuned}
-        by_name = {u.module.name: u for u in self.units}
+        chosen = {u.name for u in tuned}
+        by_name = {u.name: u for u in self.units}
         out = []
         for m in program.members(self.corpus):
             u = by_name[m.name]
@@ -457,6 +529,14 @@ class Tuner:
 
     def link(self, program: Program, tuned: Sequence[_Unit], tag: str, keep: bool = False
              ) -> CompiledModule:
+        if self.setting.lto:
+            u = next(x for x in self.units if x.program is program)
+            order = u.search.best_order if u in tuned and u.search else None
+            r = self._link_unit(u, order, tag)
+            if not keep and r.object_path:
+                _unlink(r.object_path)
+                r.object_path = None
+            return r
         folder = os.path.join(self.work, "link-" + tag)
         os.makedirs(folder, exist_ok=True)
         members = program.members(self.corpus)
@@ -477,14 +557,17 @@ class Tuner:
 
     def settle_linked(self) -> None:
         """Smallest object gain first, a module goes back to -Oz when that does
-        not make the programs that link it larger."""
+        not make the programs that link it larger. (lto: a unit is a program,
+        judged linked already.)"""
+        if self.setting.lto:
+            return
         members = {p.name: {m.name for m in p.members(self.corpus)} for p in self.programs}
         current = {p.name: self.link(p, self.tuned(), "tuned") for p in self.programs}
         for name, r in current.items():
             if not r.ok:
                 raise TuneError(f"program {name}: the link of the tuned objects failed: {r.error}")
         for u in sorted(self.tuned(), key=lambda u: u.search.gain):   # type: ignore[union-attr]
-            progs = [p for p in self.programs if u.module.name in members[p.name]]
+            progs = [p for p in self.programs if u.name in members[p.name]]
             without = [x for x in self.tuned() if x is not u]
             trial = {p.name: self.link(p, without, "trial") for p in progs}
             if all(t.ok for t in trial.values()) and \
@@ -504,16 +587,16 @@ class Tuner:
             ref = self._run_check(p, [], "check-oz")
             if isinstance(ref, str):
                 raise TuneError(f"program {p.name}: the check of -Oz's build failed: {ref}")
-            names = {m.name for m in p.members(self.corpus)}
+            names = {m.name for m in p.members(self.corpus)} | {p.name}
             bad: List[str] = []
             while True:
-                cand = [u for u in self.tuned() if u.module.name in names]
+                cand = [u for u in self.tuned() if u.name in names]
                 got = self._run_check(p, cand, "check-tuned")
                 if got == ref:
                     break
                 culprit = self._bisect(p, cand, ref)
                 culprit.reverted = "miscompile: the program's output changed"
-                bad.append(culprit.module.name)
+                bad.append(culprit.name)
             found[p.name] = "same output" if not bad else f"miscompile in {', '.join(bad)} (left at -Oz)"
         return found
 
@@ -555,9 +638,18 @@ class Tuner:
         s = u.search
         assert s is not None
         tuned = u in self.tuned()
+        if u.program is not None:
+            # the link's seconds, -Oz's pipeline against the tuned one (IR: not measured in the link)
+            fig: Dict[str, Any] = {"oz_ir": None, "ir": None}
+            for side, order in (("oz", None), ("", s.best_order if tuned else None)):
+                r = self._link_unit(u, order, f"final{side}")
+                _unlink(r.object_path)
+                fig[("oz_" if side else "") + "seconds"] = round(r.seconds, 3) if r.ok else None
+            u.final = fig
+            return
         pol = Policy.pipeline(pipeline_text(s.best_order)) if tuned and s.best_order else Policy("oz", "oz")
         callees = write_callees(s.best_callees, self.work, f"final-{u.key}") if tuned else None
-        fig: Dict[str, Any] = {}
+        fig = {}
         for side, policy in (("oz", Policy("oz", "oz")), ("tuned", pol)):
             if side == "tuned" and not tuned:
                 fig.update(ir=fig.get("oz_ir"), seconds=fig.get("oz_seconds"))
@@ -581,14 +673,22 @@ class Tuner:
     # -- output ---------------------------------------------------------------
     def tuning(self) -> tuning_file.TuningFile:
         tuned = self.tuned()
+        about = {"corpus": os.path.abspath(self.corpus.root), "setting": self.opts.setting, "clang": self.tc.version,
+                 "candidates": self.candidates, "minutes": round(self.elapsed / 60.0, 2)}
+        if self.setting.lto:
+            tf = tuning_file.TuningFile(_llvm_major(self.tc.version), about=about)
+            for u in tuned:
+                s = u.search
+                assert s is not None and s.best_order is not None
+                tf.link[u.name] = {"pipeline": pipeline_text(s.best_order), "order": order_names(s.best_order).split(),
+                                   "oz_bytes": s.oz_bytes, "bytes": s.best_bytes, "oz_text": u.oz_text,
+                                   "text": u.best_text}
+            return tf
         keys = tuning_file.source_keys(u.source for u in self.units if u.source)
         by_key: Dict[str, List[_Unit]] = {}
         for u in tuned:
             by_key.setdefault(keys[os.path.normpath(u.source)], []).append(u)
-        tf = tuning_file.TuningFile(_llvm_major(self.tc.version),
-                                    about={"corpus": os.path.abspath(self.corpus.root), "setting": self.opts.setting,
-                                           "clang": self.tc.version, "candidates": self.candidates,
-                                           "minutes": round(self.elapsed / 60.0, 2)})
+        tf = tuning_file.TuningFile(_llvm_major(self.tc.version), about=about)
         for key, us in by_key.items():
             orders = {(u.search.best_order, u.search.best_callees) for u in us}   # type: ignore[union-attr]
             if len(orders) > 1:

@@ -23,7 +23,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Set, Tuple
 
-from .actions import INLINE, OZ, RANDOM_STEPS, STABLE_STEPS, STEPS, UNSTABLE, stable
+from .actions import INLINE, LTO, OZ, RANDOM_STEPS, STABLE_STEPS, STEPS, UNSTABLE, stable
 
 Order = Tuple[int, ...]
 #: per-callee inlining answers, sorted by name: (callee, 1 inline every call / 0 none)
@@ -55,13 +55,14 @@ CALLEES_SHARE = 0.3
 MAX_QUESTIONS = 400
 
 
-def seeds() -> List[Order]:
-    """Orders every module tries first: -Oz's whole pipeline followed by cleanup
-    steps (a floor near -Oz for modules where random orders do poorly), and an
-    order of the phase-ordering groups in roughly -Oz's own sequence."""
+def seeds(whole: int = OZ) -> List[Order]:
+    """Orders every module tries first: the whole pipeline it is compiled with
+    (WHOLE: -Oz's, or the LTO link's for a program under LTO) followed by cleanup
+    steps (a floor near it where random orders do poorly), and an order of the
+    phase-ordering groups in roughly -Oz's own sequence."""
     return [
-        (OZ, 15),                                      # -Oz, then merge identical functions
-        (OZ, 18, 16),                                  # -Oz, switches as branches, argument promotion
+        (whole, 15),                                   # the pipeline, then merge identical functions
+        (whole, 18, 16),                               # then switches as branches, argument promotion
         (0, 10, 11, 3, 12, 1, 7, 9, 4, 5, 6, 8, 13, 2, 14, 15),
     ]
 
@@ -72,6 +73,8 @@ class OrderSearch:
     name: str
     oz_bytes: int
     seed: int = 0
+    #: the whole pipeline its seeds start from (actions.OZ; actions.LTO: a program's link under LTO)
+    whole: int = OZ
     best_order: Optional[Order] = None
     best_bytes: Optional[int] = None
     best_callees: Callees = ()
@@ -173,14 +176,14 @@ class OrderSearch:
 
     # -- proposals --
     def _next(self, pool: Sequence[Order] = ()) -> Order:
-        for s in seeds():
+        for s in seeds(self.whole):
             if s not in self.seen:
                 return s
         if pool and self._rng.random() < POOL_SHARE:
             fresh = [o for o in pool if o not in self.seen and o not in self.pending and stable(o)]
             if fresh:
                 return fresh[self._rng.randrange(len(fresh))]
-        if self.tried < RANDOM_FIRST + len(seeds()) or self.best_order is None or self._rng.random() < RANDOM_SHARE:
+        if self.tried < RANDOM_FIRST + len(seeds(self.whole)) or self.best_order is None or self._rng.random() < RANDOM_SHARE:
             return self._random()
         return self._mutate(self.best_order)
 
@@ -195,7 +198,7 @@ class OrderSearch:
 
     def _mutate(self, order: Order) -> Order:
         r = self._rng
-        o = [i for i in order if i not in UNSTABLE] or [OZ]   # a best order of an older tune may hold one
+        o = [i for i in order if i not in UNSTABLE] or [self.whole]   # a best order of an older tune may hold one
         for _ in range(1 if r.random() < 0.6 else r.randint(2, 3)):
             op = r.random()
             if op < 0.3 and len(o) > 1:                              # replace a step
@@ -211,7 +214,7 @@ class OrderSearch:
 
     # -- checkpoint --
     def as_dict(self) -> Dict[str, Any]:
-        return {"name": self.name, "oz_bytes": self.oz_bytes, "seed": self.seed,
+        return {"name": self.name, "oz_bytes": self.oz_bytes, "seed": self.seed, "whole": self.whole,
                 "best_order": list(self.best_order) if self.best_order is not None else None,
                 "best_bytes": self.best_bytes, "best_callees": [list(c) for c in self.best_callees],
                 "questions": [list(q) for q in self.questions] if self.questions is not None else None,
@@ -222,7 +225,9 @@ class OrderSearch:
 
     @staticmethod
     def from_dict(d: Dict[str, Any]) -> "OrderSearch":
-        s = OrderSearch(str(d["name"]), int(d["oz_bytes"]), int(d.get("seed", 0)))
+        s = OrderSearch(str(d["name"]), int(d["oz_bytes"]), int(d.get("seed", 0)), int(d.get("whole", OZ)))
+        if s.whole not in (OZ, LTO):
+            raise ValueError(f"module {s.name}: its whole pipeline {s.whole} is not a whole-pipeline step")
         best = d.get("best_order")
         s.best_order = tuple(int(i) for i in best) if best is not None else None
         s.best_bytes = int(d["best_bytes"]) if d.get("best_bytes") is not None else None

@@ -14,6 +14,11 @@ in another folder, or a later version of it, still finds its entry; a file no ke
 names compiles as usual. ``pipeline`` is applied, and ``callees`` where an entry
 has them: ``{"NAME": 0|1}``, every call of NAME kept out of line (0) or inlined (1)
 while the pipeline runs (the joint inlining search); the rest is for people.
+Under LTO (``mlbridge tune --setting lto``) what is tuned is each program's
+link: ``"link": {"PROGRAM": {"pipeline": ...}}``, the pipeline ld.lld runs on
+the program's merged module, applied by the link flags of :func:`link_flags`
+(stock ld.lld's ``--lto-newpm-passes``; no plugin); ``modules`` is then empty.
+
 The plugin refuses (an error, so the build stops) a file that is damaged, of
 another version, from another LLVM major version, or that names a pass this LLVM
 cannot parse: a build never applies half a file.
@@ -46,10 +51,15 @@ class TuningFile:
     opt_level: str = "Oz"
     #: not read by the plugin: where the file came from
     about: Dict[str, Any] = field(default_factory=dict)
+    #: lto: per program, its link's pipeline (link_flags)
+    link: Dict[str, Dict[str, Any]] = field(default_factory=dict)
 
     def as_dict(self) -> Dict[str, Any]:
-        return {"format": FORMAT, "version": VERSION, "llvm_major": self.llvm_major, "opt_level": self.opt_level,
-                "about": self.about, "modules": dict(sorted(self.modules.items()))}
+        d = {"format": FORMAT, "version": VERSION, "llvm_major": self.llvm_major, "opt_level": self.opt_level,
+             "about": self.about, "modules": dict(sorted(self.modules.items()))}
+        if self.link:
+            d["link"] = dict(sorted(self.link.items()))
+        return d
 
     def write(self, path: str) -> str:
         """Written whole or not at all (a temporary name, renamed when complete)."""
@@ -107,8 +117,12 @@ def from_dict(data: Any, where: str = "tuning file") -> TuningFile:
         if not isinstance(callees, dict) or any(not name or type(a) is not int or a not in (0, 1)
                                                 for name, a in callees.items()):
             raise TuningFileError(f"{where}: damaged (module {key!r}: \"callees\" must map names to 0 or 1)")
+    link = data.get("link", {})
+    if not isinstance(link, dict) or any(not isinstance(e, dict) or not isinstance(e.get("pipeline"), str)
+                                         or not e["pipeline"] or "\n" in e["pipeline"] for e in link.values()):
+        raise TuningFileError(f"{where}: damaged (every \"link\" entry needs a \"pipeline\" string)")
     about = data.get("about") if isinstance(data.get("about"), dict) else {}
-    return TuningFile(major, dict(modules), str(data.get("opt_level", "Oz")), about)
+    return TuningFile(major, dict(modules), str(data.get("opt_level", "Oz")), about, dict(link))
 
 
 def source_keys(sources: Iterable[str]) -> Dict[str, str]:
@@ -139,6 +153,28 @@ def flags(plugin: str, path: str) -> List[str]:
     """The clang driver flags that apply the tuning file at PATH."""
     from ..corpus.compile import driver_plugin_flags
     return driver_plugin_flags(plugin, "mlbridge-tuning", path)
+
+
+def lto_pipeline_args(pipeline: Optional[str]) -> List[str]:
+    """The clang driver arguments that make ld.lld run PIPELINE on the merged
+    module of a full-LTO link (none: the link's own pipeline). -Xlinker, not
+    -Wl,: a pipeline has commas."""
+    return ["-Xlinker", f"--lto-newpm-passes={pipeline}"] if pipeline else []
+
+
+def link_flags(tuning: TuningFile, program: Optional[str]) -> List[str]:
+    """The link flags that apply TUNING's pipeline for PROGRAM (the only one
+    when None) to a -flto -fuse-ld=lld link; TuningFileError if it has none."""
+    if not tuning.link:
+        raise TuningFileError("the tuning file has no link pipelines (it was not tuned with --setting lto)")
+    if program is None:
+        if len(tuning.link) > 1:
+            raise TuningFileError(f"it tunes {len(tuning.link)} programs' links: name one with --program "
+                                  f"({', '.join(sorted(tuning.link))})")
+        program = next(iter(tuning.link))
+    if program not in tuning.link:
+        raise TuningFileError(f"no link pipeline for program {program!r} (it has {', '.join(sorted(tuning.link))})")
+    return lto_pipeline_args(tuning.link[program]["pipeline"])
 
 
 def oz_bytes(modules: Mapping[str, Mapping[str, Any]]) -> int:

@@ -84,16 +84,17 @@ def check_command(bench: Benchmark) -> str:
     return line + (f" < {shlex.quote(bench.stdin)}" if bench.stdin else " < /dev/null")
 
 
-def build_with(bench: Benchmark, folder: str, clang: str, flags: Sequence[str] = ()) -> Tuple[str, bytes]:
+def build_with(bench: Benchmark, folder: str, clang: str, flags: Sequence[str] = (),
+               ldflags: Sequence[str] = ()) -> Tuple[str, bytes]:
     """BENCH built as a user's build is, with FLAGS added to every compile (a
-    tuning file's), linked, and run on its workload: (the program, its stdout).
-    WorkloadError if a step fails or the program exits non-zero."""
+    tuning file's) and LDFLAGS to the link, linked, and run on its workload: (the
+    program, its stdout). WorkloadError if a step fails or the program exits non-zero."""
     os.makedirs(folder, exist_ok=True)
     objs = _objects(bench, folder)
     for src, obj in zip(bench.sources, objs):
         _compile(clang, bench, src, obj, flags, folder)
     exe = os.path.join(folder, bench.name)
-    link = subprocess.run([clang, "-fuse-ld=lld", *objs, *bench.ldflags, "-o", exe], stdin=subprocess.DEVNULL,
+    link = subprocess.run([clang, "-fuse-ld=lld", *ldflags, *objs, *bench.ldflags, "-o", exe], stdin=subprocess.DEVNULL,
                           capture_output=True, timeout=COMPILE_TIMEOUT)
     if link.returncode != 0:
         raise WorkloadError(f"{bench.name}: the link {how_it_ended(link.returncode)}")

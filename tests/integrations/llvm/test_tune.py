@@ -30,6 +30,7 @@ from conftest import PLUGIN, ROOT
 from mlbridge.corpus.compile import Toolchain
 from mlbridge.benchmark.speed_check import kernel_benchmarks
 from mlbridge.tune import TuneError, TuneOptions, flags, read, tune
+from mlbridge.tune.tuning_file import link_flags as flags_of
 from mlbridge.tune.workloads import benchmark_corpus, build_with, check_command
 
 # the LLVM the plugin was built against (ctest sets the tools folder: LLVM 19, or 22)
@@ -250,6 +251,56 @@ def test_the_tuning_file_applied_to_a_plain_build(tuned, sha256, toolchain, tmp_
     for o in sorted(os.listdir(tmp_path / "a")):
         if o.endswith(".o"):
             assert _bytes(str(tmp_path / "a" / o)) == _bytes(str(tmp_path / "b" / o)), o   # deterministic
+
+
+@pytest.fixture(scope="module")
+def tuned_lto(workload_corpus, sha256, toolchain, tmp_path_factory):
+    out = str(tmp_path_factory.mktemp("tune-lto") / "out")
+    report = tune(workload_corpus, out, toolchain, TuneOptions(setting="lto", budget_minutes=0.2, jobs=2,
+                                                                check=check_command(sha256)))
+    return out, report
+
+
+def test_under_lto_each_programs_link_pipeline_is_searched(tuned_lto):
+    """--setting lto: a unit of the search is a program, a candidate one full-LTO link;
+    the seeds start from the link's own pipeline, so -Oz's link is among them."""
+    out, report = tuned_lto
+    (prog,) = report["programs"]
+    (unit,) = report["modules"]
+    assert unit["module"] == prog["program"] and unit["ok"]
+    assert prog["check"] == "same output" and prog["stored"] <= prog["oz_stored"]
+    assert unit["tried"] > 3 and unit["best_found"] <= unit["oz_stored"]
+    cp = json.load(open(os.path.join(out, "checkpoint.json")))
+    seen = cp["modules"][prog["program"]]["search"]["seen"]
+    assert [24, 15] in seen                              # lto<O2>, then mergefunc: a seed
+    tf = read(os.path.join(out, "tuning.json"))
+    assert tf.modules == {} and set(tf.link) == ({prog["program"]} if unit["kept"] else set())
+
+
+def test_a_link_pipeline_applies_by_link_flags(sha256, tmp_path):
+    """What a user of an LTO tuning file adds to the link line: the program is built
+    with that pipeline (a one-pass pipeline makes it larger; the link's own with
+    mergefunc prints the same), and `tune flags --program` prints the flags."""
+    tf = _tuning(tmp_path, {}, link={"sha256": {"pipeline": "lto<O2>,mergefunc"},
+                                     "other": {"pipeline": "function(instsimplify)"}})
+    env = dict(os.environ, MLBRIDGE_LLVM_PLUGIN=PLUGIN)
+    r = subprocess.run([sys.executable, "-m", "mlbridge", "tune", "flags", tf, "--program", "sha256"],
+                       capture_output=True, text=True, timeout=60, env=env, stdin=subprocess.DEVNULL)
+    assert r.returncode == 0, r.stderr
+    ldflags = r.stdout.split()
+    assert ldflags == ["-Xlinker", "'--lto-newpm-passes=lto<O2>,mergefunc'"] or \
+        ldflags == ["-Xlinker", "--lto-newpm-passes=lto<O2>,mergefunc"]
+    ldflags = flags_of(read(tf), "sha256")
+    lto = ["-flto=full", "-Oz"]
+    exe_plain, plain = build_with(sha256, str(tmp_path / "plain"), CLANG, lto, lto)
+    exe_tuned, tuned = build_with(sha256, str(tmp_path / "tuned"), CLANG, lto, lto + ldflags)
+    exe_one, one = build_with(sha256, str(tmp_path / "one"), CLANG, lto, lto + flags_of(read(tf), "other"))
+    assert plain == tuned == one == sha256.expected
+    # no cross-module optimization at the link (the modules are -Oz's already): larger
+    assert os.path.getsize(exe_one) > os.path.getsize(exe_plain)
+    r = subprocess.run([sys.executable, "-m", "mlbridge", "tune", "flags", tf], capture_output=True, text=True,
+                       timeout=60, env=env, stdin=subprocess.DEVNULL)
+    assert r.returncode == 2 and "name one with --program" in r.stderr and len(r.stderr.strip().splitlines()) == 1
 
 
 def test_a_stopped_tune_resumes_and_a_damaged_checkpoint_is_left_as_it_is(tuned, workload_corpus, toolchain,

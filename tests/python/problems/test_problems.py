@@ -87,7 +87,8 @@ def test_phase_ordering_is_the_plugins_pass_contract():
     assert [(s.name, s.dtype, s.shape) for s in PHASES.features] == [
         ("module_features", "int64_t", (32,)), ("step", "int64_t", (1,))]
     assert (PHASES.answer.name, PHASES.answer.shape) == ("action", (1,))
-    assert PHASES.commands == frozenset({"corpus evaluate"}) and PHASES.settings == ("objects", "linked")
+    assert PHASES.commands == frozenset({"corpus evaluate", "train room", "log show", "log export"})
+    assert PHASES.settings == ("objects", "linked")
     assert PHASES.in_plugin and PHASES.unit == "stored bytes"
     # in clang: a pipeline for every module, or a tuning file per source file (pipeline_override.cc)
     assert PHASES.policy_options(Policy.pipeline("function(sroa)")) == [
@@ -284,6 +285,7 @@ _ARGVS = [
     ["train", "run", "C", "-o", "R"],
     ["train", "search", "C", "-o", "R"],
     ["train", "report", "R"],
+    ["train", "room", "C", "-o", "R"],
     ["log", "show", "x.log"],
     ["log", "export", "x.log", "-o", "O"],
 ]

@@ -37,11 +37,15 @@ def test_the_first_steps_are_the_phase_ordering_pass_table():
     assert [(s.name, s.pipeline) for s in STEPS[:actions.PHASE_ORDER_ACTIONS]] == entries
 
 
-def test_steps_are_named_once_and_the_oz_step_is_last():
+def test_steps_are_named_once_and_keep_their_indices():
+    """Append only: checkpoints and tuning files of earlier tunes hold these indices."""
     names = [s.name for s in STEPS]
     assert len(set(names)) == len(names)
-    assert STEPS[OZ].pipeline == "default<Oz>" and OZ == len(STEPS) - 1
+    assert STEPS[OZ].pipeline == "default<Oz>" and OZ == 23
+    assert STEPS[actions.LTO].pipeline == "lto<O2>" and actions.LTO == 24
     assert STEPS[actions.INLINE].name == "inline-simplify"
+    # whole pipelines are never drawn at random; the link's never in a module's order
+    assert not actions.WHOLE & set(actions.RANDOM_STEPS) and actions.LTO not in actions.STABLE_STEPS
 
 
 def test_pipeline_text_joins_steps_and_refuses_what_is_not_one():
@@ -302,3 +306,22 @@ def test_a_tuning_file_with_bad_callee_answers_is_damaged(tmp_path, callees):
                              "modules": {"a/x.c": {"pipeline": "function(sroa)", "callees": callees}}}))
     with pytest.raises(TuningFileError, match="callees"):
         tuning_file.read(str(p))
+
+
+def test_an_lto_tuning_file_gives_link_flags_per_program(tmp_path):
+    tf = TuningFile(19, link={"a": {"pipeline": "lto<O2>,mergefunc"}, "b": {"pipeline": "lto<O2>"}})
+    p = str(tmp_path / "t.json")
+    tf.write(p)
+    back = tuning_file.read(p)
+    assert back.link == tf.link and back.modules == {}
+    assert tuning_file.link_flags(back, "a") == ["-Xlinker", "--lto-newpm-passes=lto<O2>,mergefunc"]
+    with pytest.raises(TuningFileError, match="name one with --program"):
+        tuning_file.link_flags(back, None)
+    with pytest.raises(TuningFileError, match="no link pipeline for program 'c'"):
+        tuning_file.link_flags(back, "c")
+    with pytest.raises(TuningFileError, match="not tuned with --setting lto"):
+        tuning_file.link_flags(TuningFile(19), None)
+    d = back.as_dict()
+    d["link"]["a"] = {"pipeline": ""}
+    with pytest.raises(TuningFileError, match="\"link\" entry needs a \"pipeline\""):
+        tuning_file.from_dict(d)

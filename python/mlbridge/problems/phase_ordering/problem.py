@@ -37,7 +37,8 @@ class PhaseOrdering(Problem):
     measured = "stored bytes (Berkeley text + data) of the object (or of the linked program)"
     unit = "stored bytes"
     settings = ("objects", "linked")
-    commands = frozenset({"corpus evaluate"})
+    #: train room runs `mlbridge tune`; the log commands read the logs of `mlbridge tune log` (logs.py)
+    commands = frozenset({"corpus evaluate", "train room", "log show", "log export"})
     refusal = ("pass orders are searched per module by `mlbridge tune` (docs/tuning.md); an order policy is "
                "learned by `mlbridge train orders` (docs/phase-ordering-policy.md); a POSET-RL policy that picks "
                "orders is trained by examples/phase_ordering/")
