@@ -63,7 +63,7 @@ from .tuning_file import lto_pipeline_args
 from . import tuning_file
 from .actions import LTO, STEPS, order_names, pipeline_text
 from .callee_file import with_callees, write_callees
-from .search import Candidate, OrderSearch, Order, parse_trace, seeds
+from .search import Proposal, OrderSearch, Order, parse_trace, seeds
 
 CHECKPOINT = "checkpoint.json"
 CHECKPOINT_FORMAT = "mlbridge-tune-checkpoint"
@@ -342,7 +342,7 @@ class Tuner:
         u.oz_text = int(r.text_bytes or 0)
         u.search = OrderSearch(u.module.name, int(r.stored_bytes), self.opts.seed)
 
-    def _candidate(self, u: _Unit, cand: Candidate) -> Tuple[Optional[int], Optional[int], float, Optional[str]]:
+    def _candidate(self, u: _Unit, cand: Proposal) -> Tuple[Optional[int], Optional[int], float, Optional[str]]:
         """(stored bytes, .text, seconds, the object's path or the error) of CAND on U;
         the object is kept as U's best only if it is the new best (checked by the
         caller under the lock)."""

@@ -30,7 +30,7 @@ Order = Tuple[int, ...]
 Callees = Tuple[Tuple[str, int], ...]
 
 
-class Candidate(NamedTuple):
+class Proposal(NamedTuple):
     """One compile's choice: the order, the callee answers, and whether it is a
     change of callee answers on the best order (else a proposed order)."""
     order: Order
@@ -124,7 +124,7 @@ class OrderSearch:
         """The callee search is due and the callees are not known yet."""
         return self.questions is None and self.tried >= CALLEES_AFTER and self.best_order is not None
 
-    def propose_candidate(self, pool: Sequence[Order] = ()) -> Candidate:
+    def propose_candidate(self, pool: Sequence[Order] = ()) -> Proposal:
         """The next candidate: a change of one callee's answer on the best order
         (in CALLEES_SHARE of the proposals once they are due, while one is left),
         else the next order (propose) with the best order's callee answers."""
@@ -133,8 +133,8 @@ class OrderSearch:
             callees = self._callee_change()
             if callees is not None:
                 self.pending_callees.add((self.best_order, callees))
-                return Candidate(self.best_order, callees, True)
-        return Candidate(self.propose(pool), self.best_callees)
+                return Proposal(self.best_order, callees, True)
+        return Proposal(self.propose(pool), self.best_callees)
 
     def record(self, order: Order, size: Optional[int], seconds: float = 0.0, callees: Callees = (),
                flip: bool = False) -> bool:
