@@ -10,6 +10,7 @@ workload). Prints one JSON line per program, then a Markdown table; every tune
 checkpoints in OUT/NAME, so a stopped run started again resumes.
 
     python3 bench/tune_goal.py -o /tmp/tune-goal --minutes 60 [--programs lz4 zstd] [--recipes deflate pyroaring]
+        [--setting lto]
 """
 from __future__ import annotations
 
@@ -35,6 +36,8 @@ def main() -> int:
     ap.add_argument("--programs", nargs="*", default=["lz4", "zstd"], help="speed-check codecs (with workloads)")
     ap.add_argument("--recipes", nargs="*", default=[], help="evaluation-split recipe corpora (no workload)")
     ap.add_argument("-j", "--jobs", type=int, default=0)
+    ap.add_argument("--setting", default="linked", choices=("linked", "lto"),
+                    help="linked (the goal's), or lto: each program's full-LTO link pipeline")
     args = ap.parse_args()
     tc = Toolchain.find(need_plugin=True)
     rows = []
@@ -55,8 +58,9 @@ def main() -> int:
             units.append((name, build(known[name], jobs=args.jobs or None).corpus, None))
     for name, corpus, check in units:
         start = time.monotonic()
-        report = tune(corpus, os.path.join(args.out, name, "tune"), tc,
-                      TuneOptions(budget_minutes=args.minutes, jobs=args.jobs, check=check),
+        report = tune(corpus, os.path.join(args.out, name, "tune" if args.setting == "linked" else "tune-lto"), tc,
+                      TuneOptions(setting=args.setting, budget_minutes=args.minutes, jobs=args.jobs,
+                                  check=check),
                       progress=lambda line, n=name: print(f"{n}: {line}", file=sys.stderr, flush=True))
         t = report["total"]
         row = {"program": name, "minutes": t["minutes"], "wall_seconds": round(time.monotonic() - start, 1),
@@ -65,7 +69,9 @@ def main() -> int:
                "stored_pct": t.get("linked_stored_pct"), "oz_text": t.get("linked_oz_text"),
                "text": t.get("linked_text"), "text_pct": t.get("linked_text_pct"),
                "objects_stored_pct": t["objects_stored_pct"], "larger": t.get("programs_larger"),
-               "checks": [p["check"] for p in report["programs"]], "curve": report["curve"]}
+               "checks": [p["check"] for p in report["programs"]], "curve": report["curve"],
+               "jobs": t["jobs"], "callee_answers": t.get("callee_answers"), "callee_saved": t.get("callee_saved"),
+               "compile_time_ratio": t.get("compile_time_ratio"), "objects_ir_pct": t.get("objects_ir_pct")}
         rows.append(row)
         print(json.dumps(row), flush=True)
     print("| program | minutes | candidates | -Oz stored | tuned stored | change | -Oz .text | tuned .text | change | "
