@@ -183,6 +183,7 @@ def test_a_second_run_removes_the_logs_of_modules_no_longer_kept(tmp_path, fake_
     (lambda tune: _edit(tune, lambda ck: ck.update(steps=["function(sroa)"])), "its steps are not this mlbridge's"),
     (lambda tune: _edit(tune, lambda ck: ck.update(clang="clang version 18.1.0")), "not with this clang"),
     (lambda tune: open(os.path.join(tune, "tuning.json"), "w").write("{"), "damaged (not JSON"),
+    (lambda tune: _edit(tune, lambda ck: ck.update(setting="lto")), "searched programs' link pipelines"),
 ])
 def test_bad_tune_folders_are_one_line_and_write_nothing(tmp_path, fake_measure, damage, says):
     tune = make_tune(tmp_path)

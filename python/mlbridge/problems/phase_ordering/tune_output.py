@@ -68,6 +68,10 @@ def read_tune_output(folder: str) -> TuneOutput:
         if not isinstance(steps, list) or steps != [s.pipeline for s in STEPS][:len(steps)]:
             raise ValueError("its steps are not this mlbridge's")
         out = TuneOutput(folder, str(ck["corpus"]), str(ck["setting"]), str(ck["clang"]), False)
+        if out.setting == "lto":
+            # its units are programs' link pipelines, not modules' orders
+            raise TuneOutputError(f"{folder}: a tune of the lto setting searched programs' link pipelines, not "
+                                  "modules' orders: tune log reads tunes of the objects or linked setting")
         searches: Dict[str, Tuple[str, Optional[OrderSearch]]] = {}
         for name, md in ck["modules"].items():
             if md.get("error"):
