@@ -38,8 +38,9 @@ def main() -> int:
         oz = curve[0][1]
         xs = [c[0] for c in curve] + [r["minutes"]]
         ys = [100.0 * (c[1] - oz) / oz for c in curve]
-        ax.step(xs, ys + ys[-1:], where="post", label=f"{r['program']} ({r.get('jobs', '?')} core"
-                f"{'s' if r.get('jobs') != 1 else ''})")
+        jobs = r.get("jobs")   # rows of an older bench have none
+        ax.step(xs, ys + ys[-1:], where="post",
+                label=r["program"] + (f" ({jobs} core{'s' if jobs != 1 else ''})" if jobs else ""))
     ax.axhline(0.0, color="grey", lw=0.8)
     ax.set_xlabel("minutes of search")
     ax.set_ylabel("objects' stored bytes vs -Oz (%)")
