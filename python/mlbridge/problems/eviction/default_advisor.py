@@ -38,7 +38,7 @@ What the features cannot decide (the answer is then a guess, noted where made):
   by the largest one compare equal (the first in order wins, as in LLVM)."""
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Mapping, NamedTuple
 
 import numpy as np
 
@@ -50,42 +50,61 @@ def _col(obs: Mapping[str, Any], name: str) -> np.ndarray:
     return np.asarray(obs[name]).reshape(-1)
 
 
+class Costs(NamedTuple):
+    """One question's inputs to the default rule (column 32 is the allocated range)."""
+    mask: np.ndarray         # bool [33]
+    urgent: np.ndarray       # nr_urgent [33]
+    hints: np.ndarray        # BrokenHints / largest [33]
+    weight: np.ndarray       # MaxWeight / largest [32]; NaN (an unspillable interference) read as inf
+    self_weight: float       # the allocated range's weight, as sent (NaN when unspillable)
+    unspillable: bool        # the allocated range must evict (urgent)
+    evictable: np.ndarray    # bool [32]: the rule may evict this register (weights alone)
+    local: np.ndarray        # is_local [33]
+    is_hint: np.ndarray      # is_hint [33]
+
+
+def costs(obs: Mapping[str, Any]) -> Costs:
+    """The default rule's inputs for one question, read once (also the search's
+    cost order: problems/eviction/search.py)."""
+    mask = _col(obs, "mask") != 0
+    weight = _col(obs, "use_def_density").astype(np.float64)   # MaxWeight / largest
+    # LLVM masks column 32 when the range is unspillable and must evict
+    # (MustFindEviction); a limited question about an unspillable range
+    # sends its infinite weight, normalized to NaN.
+    unspillable = bool(not mask[SELF] or np.isnan(weight[SELF]))
+    w = np.where(np.isnan(weight[:SELF]), np.inf, weight[:SELF])   # NaN: an unspillable interference
+    if unspillable:
+        # Urgent: every spillable interference may go regardless of weight;
+        # an unspillable one only from a larger class (not sent: refused).
+        evictable = np.isfinite(w)
+    else:
+        # shouldEvict with IsHint false (tryFindEvictionCandidate passes false):
+        # evict only when the allocated range is strictly heavier than every interference.
+        evictable = w < weight[SELF]
+    return Costs(mask, _col(obs, "nr_urgent").astype(np.float64), _col(obs, "nr_broken_hints").astype(np.float64),
+                 w, float(weight[SELF]), unspillable, evictable, _col(obs, "is_local"), _col(obs, "is_hint"))
+
+
 class DefaultAdvisor:
     """``advisor(obs) -> index_to_evict``: DefaultEvictionAdvisor's choice (module docstring)."""
 
     def __call__(self, obs: Mapping[str, Any]) -> int:
-        mask = _col(obs, "mask") != 0
-        weight = _col(obs, "use_def_density").astype(np.float64)   # MaxWeight / largest
-        hints = _col(obs, "nr_broken_hints").astype(np.float64)    # BrokenHints / largest
-        urgent = _col(obs, "nr_urgent").astype(np.float64)
-        local = _col(obs, "is_local")
-        is_hint = _col(obs, "is_hint")
-        # LLVM masks column 32 when the range is unspillable and must evict
-        # (MustFindEviction); a limited question about an unspillable range
-        # sends its infinite weight, normalized to NaN.
-        unspillable = not mask[SELF] or np.isnan(weight[SELF])
+        c = costs(obs)
+        mask, urgent, hints, w, local, is_hint = c.mask, c.urgent, c.hints, c.weight, c.local, c.is_hint
+        unspillable = c.unspillable
         cand = np.arange(SELF)
-        w = np.where(np.isnan(weight[:SELF]), np.inf, weight[:SELF])   # NaN: an unspillable interference
-        if unspillable:
-            # Urgent: every spillable interference may go regardless of weight;
-            # an unspillable one only from a larger class (not sent: refused).
-            evictable = np.isfinite(w)
-        else:
-            # shouldEvict with IsHint false (tryFindEvictionCandidate passes false):
-            # evict only when the allocated range is strictly heavier than every interference.
-            evictable = w < weight[SELF]
-        ok = cand[mask[:SELF] & evictable]
+        ok = cand[mask[:SELF] & c.evictable]
         best, best_cost = -1, (np.inf, np.inf, np.inf)   # EvictionCost::setMax
-        for c in ok.tolist():
+        for i in ok.tolist():
             # Once a register was found (MaxCost not max), evicting a local
             # interference for a local range is refused (canEvictInterferenceBasedOnCost).
-            if best >= 0 and local[c] > 0 and not unspillable:
+            if best >= 0 and local[i] > 0 and not unspillable:
                 continue
-            cost = (urgent[c], hints[c], w[c])   # EvictionCost operator<: BrokenHints, then MaxWeight
+            cost = (urgent[i], hints[i], w[i])   # EvictionCost operator<: BrokenHints, then MaxWeight
             if not cost < best_cost:             # ties: the first in allocation order stays
                 continue
-            best, best_cost = c, cost
-            if is_hint[c]:                       # "Stop if the hint can be used."
+            best, best_cost = i, cost
+            if is_hint[i]:                       # "Stop if the hint can be used."
                 break
         if best >= 0:
             return best
@@ -94,5 +113,6 @@ class DefaultAdvisor:
         # MustFindEviction with nothing the rule accepts (an unspillable
         # interference the rule cannot judge): the cheapest legal register.
         legal = cand[mask[:SELF]]
+        weight = _col(obs, "use_def_density").astype(np.float64)
         order = np.lexsort((legal, weight[legal], hints[legal], urgent[legal]))
         return int(legal[order[0]])
