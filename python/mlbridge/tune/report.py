@@ -45,7 +45,8 @@ def build_report(t: "Tuner", programs: Dict[str, Dict[str, Any]], checks: Dict[s
         "objects_oz_stored": oz_s, "objects_stored": st, "objects_stored_pct": _pct(st, oz_s),
         "objects_oz_text": oz_t, "objects_text": tx, "objects_text_pct": _pct(tx, oz_t),
         "candidates": t.candidates, "failed_candidates": sum(u.search.failed for u in t.units if u.search),
-        "callee_answers": sum(r.get("callees", 0) for r in ok), "callee_saved": sum(r.get("callee_saved", 0) for r in ok),
+        "callee_answers": sum(r.get("callees", 0) for r in ok),
+        "callee_saved": sum(r.get("callee_saved", 0) for r in ok),
         "minutes": round(t.elapsed / 60.0, 2), "jobs": t.opts.jobs or os.cpu_count() or 1}
     for key, a, b in (("ir", "oz_ir", "ir"), ("compile_seconds", "oz_seconds", "compile_seconds")):
         have = [r for r in ok if r.get(a) is not None and r.get(b) is not None]

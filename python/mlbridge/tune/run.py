@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import json
 import os
 import shlex
 import shutil
@@ -55,7 +54,7 @@ from ..core.ended import how_it_ended
 from ..core.errors import ArgumentError, MLBridgeError
 from ..core.files import write_json_atomic
 from ..corpus.compile import (CompileOptions, CompiledModule, Policy, Toolchain, compile_module, plugin_args)
-from ..corpus.elf import ElfError, function_sizes, stored_sizes
+from ..corpus.elf import ElfError, function_sizes
 from ..corpus.layout import Corpus, CorpusError, Module, load
 from ..corpus.programs import Program, load_programs
 from ..corpus.settings import Setting, link_program, opt_level
@@ -63,11 +62,9 @@ from .tuning_file import lto_pipeline_args
 from . import tuning_file
 from .actions import LTO, STEPS, order_names, pipeline_text
 from .callee_file import with_callees, write_callees
+from .checkpoint import CHECKPOINT, CHECKPOINT_FORMAT, CHECKPOINT_VERSION, read_checkpoint
 from .search import Proposal, OrderSearch, Order, parse_trace, seeds
 
-CHECKPOINT = "checkpoint.json"
-CHECKPOINT_FORMAT = "mlbridge-tune-checkpoint"
-CHECKPOINT_VERSION = 1
 TUNING = "tuning.json"
 SETTINGS = ("objects", "linked", "lto")
 #: a candidate compile slower than this is recorded as failed (timed out)
@@ -233,18 +230,12 @@ class Tuner:
         if not os.path.exists(path):
             return
         try:
-            with open(path, encoding="utf-8") as f:
-                d = json.load(f)
-            if d.get("format") != CHECKPOINT_FORMAT or d.get("version") != CHECKPOINT_VERSION:
-                raise ValueError("not a tune checkpoint of this version")
+            d = read_checkpoint(path)
             ident = self._identity()
             for k in ("corpus", "setting", "clang"):
                 if d.get(k) != ident[k]:
                     raise TuneArgumentError("out", f"{{arg}} {self.out}: its checkpoint is of another tune "
                                             f"({k} {d.get(k)!r}, not {ident[k]!r}): give another folder")
-            steps = d.get("steps")
-            if steps != ident["steps"][:len(steps or [])]:
-                raise ValueError("its steps are not this mlbridge's")
             by_name = {u.name: u for u in self.units}
             for name, md in d["modules"].items():
                 u = by_name.get(name)
@@ -252,8 +243,8 @@ class Tuner:
                     continue
                 u.source, u.oz_text, u.error = md.get("source", ""), int(md.get("oz_text", 0)), md.get("error")
                 u.best_text = md.get("best_text")
-                if md.get("search") is not None:
-                    u.search = OrderSearch.from_dict(md["search"])
+                if md["search"] is not None:
+                    u.search = md["search"]
                     for obj in (u.oz_object, u.best_object if u.search.gain else None):
                         if obj and not os.path.isfile(os.path.join(self.objects, obj)):
                             raise ValueError(f"object {obj} of module {name} is missing")
@@ -273,8 +264,8 @@ class Tuner:
             d = dict(self._identity(), format=CHECKPOINT_FORMAT, version=CHECKPOINT_VERSION, elapsed=elapsed,
                      candidates=self.candidates, curve=[[round(a, 2), b] for a, b in self.curve],
                      modules={u.name: {"source": u.source, "oz_text": u.oz_text, "error": u.error,
-                                              "best_text": u.best_text,
-                                              "search": u.search.as_dict() if u.search else None}
+                                       "best_text": u.best_text,
+                                       "search": u.search.as_dict() if u.search else None}
                               for u in self.units})
         write_json_atomic(self._checkpoint_path(), d)
 

@@ -37,6 +37,7 @@ class Proposal(NamedTuple):
     callees: Callees = ()
     flip: bool = False
 
+
 #: orders proposed by random draws before local changes take over
 RANDOM_FIRST = 8
 #: a random order's length
@@ -183,7 +184,8 @@ class OrderSearch:
             fresh = [o for o in pool if o not in self.seen and o not in self.pending and stable(o)]
             if fresh:
                 return fresh[self._rng.randrange(len(fresh))]
-        if self.tried < RANDOM_FIRST + len(seeds(self.whole)) or self.best_order is None or self._rng.random() < RANDOM_SHARE:
+        if self.tried < RANDOM_FIRST + len(seeds(self.whole)) or self.best_order is None or \
+                self._rng.random() < RANDOM_SHARE:
             return self._random()
         return self._mutate(self.best_order)
 

@@ -11,7 +11,6 @@ Sizes are the module's object's stored bytes (code + read-only + initialized
 data) with the kept order and with -Oz, as the tune measured them."""
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
@@ -19,7 +18,8 @@ from typing import Dict, List, Optional, Tuple
 from ...core.errors import BAD_JSON, MLBridgeError
 from ...tune import tuning_file
 from ...tune.actions import STEPS
-from ...tune.run import CHECKPOINT, CHECKPOINT_FORMAT, CHECKPOINT_VERSION, TUNING
+from ...tune.checkpoint import CHECKPOINT, read_checkpoint
+from ...tune.run import TUNING
 from ...tune.search import OrderSearch
 
 
@@ -57,16 +57,7 @@ def read_tune_output(folder: str) -> TuneOutput:
     if not os.path.isfile(path):
         raise TuneOutputError(f"{folder}: not a `mlbridge tune` output folder (no {CHECKPOINT})")
     try:
-        with open(path, encoding="utf-8") as f:
-            ck = json.load(f)
-        if not isinstance(ck, dict) or ck.get("format") != CHECKPOINT_FORMAT:
-            raise ValueError("not a tune checkpoint")
-        if ck.get("version") != CHECKPOINT_VERSION:
-            raise ValueError(f"version {ck.get('version')!r}, this mlbridge reads {CHECKPOINT_VERSION}")
-        steps = ck["steps"]
-        # orders are indices into the step table, which only grows (actions.py)
-        if not isinstance(steps, list) or steps != [s.pipeline for s in STEPS][:len(steps)]:
-            raise ValueError("its steps are not this mlbridge's")
+        ck = read_checkpoint(path)
         out = TuneOutput(folder, str(ck["corpus"]), str(ck["setting"]), str(ck["clang"]), False)
         if out.setting == "lto":
             # its units are programs' link pipelines, not modules' orders
@@ -77,8 +68,7 @@ def read_tune_output(folder: str) -> TuneOutput:
             if md.get("error"):
                 out.left_at_oz[name] = f"its -Oz compile failed: {md['error']}"
                 continue
-            s = OrderSearch.from_dict(md["search"]) if md.get("search") is not None else None
-            searches[name] = (str(md.get("source") or ""), s)
+            searches[name] = (str(md.get("source") or ""), md["search"])
     except OSError as exc:
         raise TuneOutputError(f"{path}: cannot read it ({exc.strerror or exc})") from None
     except (*BAD_JSON, KeyError, TypeError, AttributeError) as exc:
