@@ -167,6 +167,13 @@ def test_candidates_refuse_damaged_or_foreign_tunes(tmp_path):
     s = _tune(tmp_path, "s", "/x/brotli", {"a.o": {"search": {"best_order": [99], "best_bytes": 1, "oz_bytes": 2}}})
     with pytest.raises(CandidateError, match="outside"):
         from_tunes([s], 4)
+    # a tune under LTO searched programs' link pipelines: no module order comes from it
+    lto = tmp_path / "lto"
+    lto.mkdir()
+    (lto / "checkpoint.json").write_text(json.dumps({"corpus": "/x/brotli", "setting": "lto", "modules": {
+        "libbrotli.so": {"search": {"best_order": [24, 15], "best_bytes": 90, "oz_bytes": 100}}}}))
+    with pytest.raises(CandidateError, match="lto setting"):
+        from_tunes([str(lto)], 4)
 
 
 def test_the_shipped_policy_is_whole_and_stable():

@@ -81,6 +81,10 @@ def from_tunes(tune_dirs: Sequence[str], limit: int) -> List[Candidate]:
             raise CandidateError(f"{{arg}} {d}: no tune checkpoint ({exc.strerror or exc})") from None
         except (ValueError, KeyError, TypeError) as exc:
             raise CandidateError(f"{{arg}} {path}: damaged ({type(exc).__name__}: {exc})") from None
+        if ck.get("setting") == "lto":
+            # its best "orders" are programs' link pipelines, not orders for a module
+            raise CandidateError(f"{{arg}} {d}: a tune of the lto setting (link pipelines): give tunes of the "
+                                 "objects or linked setting")
         project = project_of(corpus)
         if project in evals:
             raise CandidateError(f"{{arg}} {d}: a tune of {project}, an evaluation-split project: "
