@@ -135,6 +135,8 @@ class _Unit:
     running: int = 0
     #: a compile is asking which callees -Oz's inliner considers (Tuner._questions)
     asking: bool = False
+    #: lto: the members' LTO bitcode, once compiled (Tuner._bitcode)
+    bitcode: List[str] = field(default_factory=list)
     #: the tuned build against -Oz's (Tuner._final): IR instructions, compile seconds
     final: Dict[str, Any] = field(default_factory=dict)
 
@@ -284,6 +286,8 @@ class Tuner:
         """lto: U's program's members compiled once to full-LTO bitcode with their
         own -Oz (OUT/objects), for every link of its search."""
         assert u.program is not None
+        if u.bitcode:
+            return u.bitcode
         out = []
         for m in u.program.members(self.corpus):
             path = os.path.join(self.objects, f"{u.key}-{hashlib.sha1(m.name.encode()).hexdigest()[:16]}.bc")
@@ -295,6 +299,7 @@ class Tuner:
                     raise TuneError(f"program {u.name}: module {m.name} does not compile: {r.error}")
                 os.replace(r.object_path, path)
             out.append(path)
+        u.bitcode = out
         return out
 
     def _link_unit(self, u: _Unit, order: Optional[Order], tag: str) -> CompiledModule:

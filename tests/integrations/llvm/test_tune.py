@@ -30,7 +30,9 @@ from conftest import PLUGIN, ROOT
 from mlbridge.corpus.compile import Toolchain
 from mlbridge.benchmark.speed_check import kernel_benchmarks
 from mlbridge.tune import TuneError, TuneOptions, flags, read, tune
+from mlbridge.tune import run as tune_run
 from mlbridge.tune.tuning_file import link_flags as flags_of
+from mlbridge.corpus.compile import CompiledModule
 from mlbridge.tune.workloads import benchmark_corpus, build_with, check_command
 
 # the LLVM the plugin was built against (ctest sets the tools folder: LLVM 19, or 22)
@@ -345,6 +347,39 @@ def test_candidates_that_time_out_are_recorded_and_never_kept(workload_corpus, t
     t = report["total"]
     assert t["candidates"] > 0 and t["failed_candidates"] == t["candidates"]
     assert t["tuned"] == 0 and t["objects_stored"] == t["objects_oz_stored"]
+
+
+def test_a_trace_compile_that_fails_means_no_callee_search(workload_corpus, toolchain, tmp_path, monkeypatch):
+    """The callees come from one traced -Oz compile: on chacha20 it names chacha20_block;
+    when that compile fails (fault injected), the module gets no callee search and the
+    trace file is gone."""
+    t = tune_run.Tuner(workload_corpus, str(tmp_path / "o"), toolchain, TuneOptions(setting="objects", jobs=1))
+    os.makedirs(t.work)
+    os.makedirs(t.objects)
+    u = next(x for x in t.units if "chacha20" in x.name)
+    t._baseline(u)
+    assert "chacha20_block" in dict(t._questions(u))
+    monkeypatch.setattr(tune_run, "compile_module", lambda *a, **k: CompiledModule(u.name, ok=False, error="crashed"))
+    assert t._questions(u) == []
+    assert not [f for f in os.listdir(t.work) if f.startswith("trace-")]
+
+
+def test_lto_links_that_fail_are_recorded_and_never_kept(workload_corpus, toolchain, tmp_path, monkeypatch):
+    """Fault injection under --setting lto: every candidate link fails (the -Oz link
+    does not): each is a failed candidate, nothing is kept, the program is -Oz's."""
+    real = tune_run.link_program
+
+    def failing(*a, link_args=(), **k):
+        if link_args:
+            return CompiledModule("sha256", ok=False, error="the link crashed")
+        return real(*a, link_args=link_args, **k)
+    monkeypatch.setattr(tune_run, "link_program", failing)
+    report = tune(workload_corpus, str(tmp_path / "out"), toolchain,
+                  TuneOptions(setting="lto", budget_minutes=0.05, jobs=1))
+    t = report["total"]
+    assert t["candidates"] > 0 and t["failed_candidates"] == t["candidates"] and t["tuned"] == 0
+    (prog,) = report["programs"]
+    assert prog["stored"] == prog["oz_stored"] and read(str(tmp_path / "out" / "tuning.json")).link == {}
 
 
 def test_the_command_line(workload_corpus, tmp_path):
