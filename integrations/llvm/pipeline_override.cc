@@ -148,7 +148,7 @@ std::string readEntryCallees(const llvm::json::Object& e, const std::string& key
   if (!callees) return "damaged (module '" + key + "': \"callees\" is not an object)";
   for (const auto& [name, answer] : *callees) {
     std::optional<int64_t> a = answer.getAsInteger();
-    if (llvm::StringRef(name).empty() || name.str().size() > kMaxCalleeName || !a || (*a != 0 && *a != 1))
+    if (llvm::StringRef(name).empty() || llvm::StringRef(name).size() > kMaxCalleeName || !a || (*a != 0 && *a != 1))
       return "damaged (module '" + key + "': callee '" + name.str() + "' needs the answer 0 or 1)";
     if (++*total > kMaxCallees) return "damaged (more than 1048576 callees)";
     (*out)[name.str()] = *a == 1;
@@ -202,6 +202,11 @@ struct OverrideState {
     tuningOptionsOf(*pb) = clangTuning;
     return e;
   }
+  // parse() as a callable for the file loaders (a PipelineParser, a function_ref,
+  // refers to it: it lives until the end of the loader's call)
+  auto parser() {
+    return [this](llvm::ModulePassManager& mpm, llvm::StringRef text) { return parse(mpm, text); };
+  }
   // clang's own -Oz pipeline (not "default<Oz>", which is opt's: no SLP vectorizer).
   llvm::ModulePassManager clangOz() {
     tuningOptionsOf(*pb) = clangTuning;
@@ -213,16 +218,14 @@ const TuningFile& tuningFile(OverrideState& st, const std::string& path) {
   if (!st.tuning || st.tuning->path != path) {
     st.tuning = std::make_unique<TuningFile>();
     st.tuning->path = path;
-    st.tuning->error =
-        loadInto(*st.tuning, [&st](llvm::ModulePassManager& mpm, llvm::StringRef text) { return st.parse(mpm, text); });
+    st.tuning->error = loadInto(*st.tuning, st.parser());
   }
   return *st.tuning;
 }
 
 OrderPolicy& orderPolicy(OverrideState& st, const std::string& path) {
   if (!st.policy || st.policy->path() != path)
-    st.policy =
-        OrderPolicy::load(path, [&st](llvm::ModulePassManager& mpm, llvm::StringRef text) { return st.parse(mpm, text); });
+    st.policy = OrderPolicy::load(path, st.parser());
   return *st.policy;
 }
 

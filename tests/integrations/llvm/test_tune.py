@@ -194,6 +194,11 @@ def test_a_bad_callee_file_stops_the_build_in_one_line(tmp_path):
     errors = [ln for ln in r.stderr.splitlines() if "error:" in ln]
     assert r.returncode != 0 and not os.path.exists(out)
     assert len(errors) == 1 and "-mlbridge-po-callees: " in errors[0] and "line 1: expected NAME<TAB>0|1" in errors[0]
+    r, out = _cc(tmp_path, "y.o", *LOAD, "-mllvm", "-mlbridge-po-pipeline=default<Oz>", "-mllvm",
+                 f"-mlbridge-po-callees={tmp_path / 'missing.txt'}")
+    errors = [ln for ln in r.stderr.splitlines() if "error:" in ln]
+    assert r.returncode != 0 and not os.path.exists(out)
+    assert len(errors) == 1 and "-mlbridge-po-callees: cannot open " in errors[0]
 
 
 def test_a_missing_tuning_file_stops_the_build(tmp_path):
