@@ -89,7 +89,11 @@ class DefaultAdvisor:
     """``advisor(obs) -> index_to_evict``: DefaultEvictionAdvisor's choice (module docstring)."""
 
     def __call__(self, obs: Mapping[str, Any]) -> int:
-        c = costs(obs)
+        return self.choose(costs(obs), obs)
+
+    def choose(self, c: Costs, obs: Mapping[str, Any]) -> int:
+        """The choice from the question's costs C (``costs(obs)``, read once by a
+        caller that needs them too: the search's ranking)."""
         mask, urgent, hints, w, local, is_hint = c.mask, c.urgent, c.hints, c.weight, c.local, c.is_hint
         unspillable = c.unspillable
         cand = np.arange(SELF)

@@ -81,7 +81,7 @@ def rank(obs: Mapping[str, Any]) -> Tuple[int, int, float]:
     """(the default's answer, its runner-up or NO_ALTERNATIVE, the margin) of one
     question (module docstring)."""
     c = costs(obs)
-    choice = _DEFAULT(obs)
+    choice = _DEFAULT.choose(c, obs)
     regs = np.flatnonzero(c.mask[:SELF])
     # group 0: registers the rule may evict; 1: evict nothing; 2: registers it refuses by weight
     group = np.where(c.evictable[regs], 0, 2)
