@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Any, Dict, List, Sequence
 
@@ -86,6 +87,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--data", action="append", default=[], metavar="RUN",
                    help="an earlier search folder (repeatable): per module the smallest result of all is learned")
     s.add_argument("--no-eval", action="store_true", help="skip scoring the fitted policy on the training modules")
+    s.add_argument("--rounds", type=int, default=2,
+                   help="regalloc-eviction: search rounds (0 around the default advisor, then each around the "
+                        "last fit: DAgger)")
+    s.add_argument("--per-project", type=int, default=8,
+                   help="regalloc-eviction: modules sampled per training corpus")
     s.add_argument("-j", "--jobs", type=int, default=0, help="modules searched in parallel (default: all cores)")
     _run_options(s)
     problem_flag.add_argument(s)
@@ -282,6 +288,8 @@ def run_search_cmd(args: argparse.Namespace) -> int:
     from ..problems.inlining.search import SearchConfig
 
     problem = problem_flag.checked(args, "train search")
+    if problem.trainer == "eviction":
+        return run_search_eviction(args, problem)
     if args.tries < 0 or args.flip_weight < 0 or args.tested_weight < 0 or args.epochs < 1:
         raise UsageError("--tries, --flip-weight and --tested-weight must be >= 0, --epochs >= 1")
     hidden = parse_hidden(args.hidden)
@@ -306,6 +314,53 @@ def run_search_cmd(args: argparse.Namespace) -> int:
             line += f", {100 * summary['train_total_reward']:+.2f}% .text vs -Oz on the training modules"
         print(line + f"; policy: {summary['policy']}")
     return 0
+
+
+def run_search_eviction(args: argparse.Namespace, problem: Any) -> int:
+    """``train search --problem regalloc-eviction``: labels from search around the
+    exact default advisor, a flip model fitted to them, DAgger rounds
+    (problems/eviction/learn_from_search.py)."""
+    from ..corpus.compile import CompileSetupError, Toolchain
+    from ..problems.eviction.learn_from_search import LearnConfig, LearnFromSearchError, learn_eviction
+    from ..problems.eviction.search import EvictionSearchConfig, EvictionSearchError
+
+    for bad, flag in ((args.propose, "--propose"), (args.around, "--around"), (args.data, "--data"),
+                      (args.flip_weight != 10.0, "--flip-weight"), (args.tested_weight != 2.0, "--tested-weight"),
+                      (args.no_eval, "--no-eval")):
+        if bad:
+            raise UsageError(f"{flag}: not for regalloc-eviction, whose rounds search around their own fits "
+                             "(docs/training.md)")
+    if args.tries < 1 or args.rounds < 1 or args.per_project < 1 or args.epochs < 1:
+        raise UsageError("--tries, --rounds, --per-project and --epochs must be >= 1")
+    corpora = _load_corpora(args.corpora)
+    try:
+        toolchain = Toolchain.find(args.clang, need_llc=True)
+    except CompileSetupError as exc:
+        raise usage_error(exc) from None
+    hidden = parse_hidden(args.hidden)
+    cfg = LearnConfig(rounds=args.rounds, per_project=args.per_project, seed=args.seed, hidden=hidden,
+                      epochs=args.epochs, budget_s=None if args.minutes is None else 60 * args.minutes)
+    search = EvictionSearchConfig(k=args.tries, max_compiles=args.tries + 8, timeout=args.timeout,
+                                  jobs=args.jobs or os.cpu_count() or 1)
+
+    def note(line: str) -> None:
+        if not args.quiet:
+            print(line, file=sys.stderr)
+
+    bar = Progress(None, "search (modules)", quiet=args.quiet, unit="module")
+    try:
+        summary = learn_eviction(args.out, corpora, cfg, search, toolchain=toolchain, problem=problem, note=note,
+                                 on_module=lambda r: bar.update(1, postfix=f"{r.module[-30:]} "
+                                                                          f"{100 * r.gain:.2f}% lower"))
+    except (LearnFromSearchError, EvictionSearchError) as exc:
+        raise usage_error(exc) from None
+    finally:
+        bar.close()
+    last = summary["rounds"][-1] if summary["rounds"] else {}
+    return _summary(args, summary, f"{len(summary['rounds'])} round(s) over {summary['modules']} training modules "
+                    f"({'complete' if summary.get('complete') else 'not complete: run again to go on'}); "
+                    f"last search {100 * (last.get('best_total', 0) - last.get('start_total', 0)) / max(last.get('start_total', 0), 1e-9):+.3f}% "
+                    f"score; flip model: {summary['policy']}")
 
 
 def run_orders(args: argparse.Namespace) -> int:

@@ -299,7 +299,7 @@ def test_a_damaged_labels_file_is_named_in_one_line(tmp_path, damage):
 def test_a_module_with_labels_is_not_searched_again(tmp_path, monkeypatch):
     searched = []
 
-    def fake_search(module, ir, recorded, *, llc, cfg):
+    def fake_search(module, ir, recorded, *, llc, cfg, base=None):
         searched.append(module)
         res = es.EvictionModuleSearch(module, ok=True, stock=10.0, start=10.0, best=9.0, flips=[0])
         return res, es.EvictionTrajectory.empty()
@@ -326,20 +326,25 @@ def test_the_search_on_a_real_module_never_ends_above_the_default(tmp_path):
     assert none.start == none.stock and none.best == none.start and none.flips == []
     assert np.array_equal(plain.answer, plain.default)   # no flip: the default's answers throughout
 
-    res, best = es.search_module("chacha20.c", ir, ["-O2"], llc=LLC,
-                                 cfg=es.EvictionSearchConfig(k=4, max_compiles=6, timeout=120))
+    res, start = es.search_module("chacha20.c", ir, ["-O2"], llc=LLC,
+                                  cfg=es.EvictionSearchConfig(k=4, max_compiles=6, timeout=120))
     assert res.ok and res.start == none.start and res.best <= res.start
     assert len(res.tried) == 4 and res.compiles <= 2 + 6
+    # the labels are the start trajectory: the default's answers, each single flip's score beside it
+    assert np.array_equal(start.answer, plain.answer) and [i for i, _ in res.singles] == res.tried
+    rejected = [i for i, s in res.singles if s is None or s >= res.start]
+    assert np.flatnonzero(start.tested).tolist() == sorted(rejected)
     if not res.flips:
-        assert np.array_equal(best.answer, best.default) and np.array_equal(best.answer, plain.answer)
+        assert res.best == res.start
     else:
         assert res.best < res.start
-        assert set(np.flatnonzero(best.flipped)) <= set(res.flips)
-        # compiles are deterministic: the kept flips give the best score and trajectory again
-        score, again = es.compile_with_flips(ir, ["-O2"], res.flips, llc=LLC, timeout=120)
-        assert score == res.best and np.array_equal(again.answer, best.answer)
-    legal = np.take_along_axis(best.obs["mask"], best.answer.reshape(-1, 1), 1)
-    assert legal.all()
+        # compiles are deterministic: the kept flips give the best score again
+        score, _ = es.compile_with_flips(ir, ["-O2"], res.flips, llc=LLC, timeout=120)
+        assert score == res.best
+    for i, s in res.singles:   # each single's score is that flip's compile
+        if s is not None:
+            assert es.compile_with_flips(ir, ["-O2"], [i], llc=LLC, timeout=120)[0] == s
+            break
     # one flip: the same questions up to it (a deterministic order), the runner-up answered there
     i = res.tried[0]
     _, one = es.compile_with_flips(ir, ["-O2"], [i], llc=LLC, timeout=120)

@@ -44,9 +44,10 @@ class RegallocEviction(Problem):
     baseline = "LLVM's default eviction advisor"
     measured = "the register-allocation score (copies, loads, stores, rematerialization by block frequency)"
     settings = ("objects",)
-    commands = frozenset({"corpus evaluate", "train run"})
-    refusal = ("`mlbridge corpus evaluate` scores it and `mlbridge train run` trains it with its own ES "
-               "(problems/eviction/trainer.py); the other commands and the inliner's recipes are not for it")
+    commands = frozenset({"corpus evaluate", "train run", "train search"})
+    refusal = ("`mlbridge corpus evaluate` scores it, `mlbridge train run` trains it with its own ES "
+               "(problems/eviction/trainer.py) and `mlbridge train search` learns it from search "
+               "(problems/eviction/learn_from_search.py); the other commands and the inliner's recipes are not for it")
     in_plugin = False
     compiles_to = "ir"
     unit = "register-allocation score"

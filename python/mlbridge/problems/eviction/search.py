@@ -56,7 +56,7 @@ from ...core.files import replace_when_complete
 from .default_advisor import SELF, DefaultAdvisor, costs
 from .problem import RegallocEviction
 
-FORMAT = "mlbridge-eviction-search/1"
+FORMAT = "mlbridge-eviction-search/2"
 NO_ALTERNATIVE = -1
 #: the per-candidate features recorded per question (LLVM 19's, in its order), then ``progress``
 OBS = tuple(f.name for f in RegallocEviction.features if f.name != "progress")
@@ -146,21 +146,32 @@ class EvictionTrajectory:
                    np.zeros(0, np.int64), np.zeros(0, bool))
 
 
-class FlipPolicy:
-    """``policy(obs) -> index_to_evict``: the default's answer, except at the
-    question indices ``flips`` (0-based, in the order asked in one compile),
-    where it answers the runner-up (a question without one keeps the default's).
-    Records every question; one instance per compile."""
+#: ``base(obs, choice, runner_up, margin) -> True`` to answer the runner-up: a
+#: learned flip model (problems/eviction/flip_model.py) the search walks around
+Base = Callable[[Any, int, int, float], bool]
 
-    def __init__(self, flips: Sequence[int] = ()) -> None:
+
+class FlipPolicy:
+    """``policy(obs) -> index_to_evict``: the default's answer (or, with BASE,
+    the base's choice between the default's answer and its runner-up), except
+    at the question indices ``flips`` (0-based, in the order asked in one
+    compile), where it answers the other of the two (a question without a
+    runner-up keeps the default's). Records every question; one instance per
+    compile."""
+
+    def __init__(self, flips: Sequence[int] = (), base: Optional[Base] = None) -> None:
         self.flips = frozenset(int(i) for i in flips)
+        self.base = base
         self._obs: Dict[str, List[np.ndarray]] = {n: [] for n in OBS}
         self._rows: List[Tuple[float, str, int, int, float, int]] = []
 
     def __call__(self, obs: Any) -> int:
         choice, alt, margin = rank(obs)
         i = len(self._rows)
-        answer = alt if i in self.flips and alt != NO_ALTERNATIVE else choice
+        take_alt = alt != NO_ALTERNATIVE and self.base is not None and bool(self.base(obs, choice, alt, margin))
+        if i in self.flips and alt != NO_ALTERNATIVE:
+            take_alt = not take_alt
+        answer = alt if take_alt else choice
         for n in OBS:   # the channel's views point into its buffer: copied
             self._obs[n].append(np.array(obs[n], _DTYPES[n]).reshape(-1))
         progress = float(np.asarray(obs["progress"]).reshape(-1)[0])
@@ -270,6 +281,7 @@ class EvictionModuleSearch:
     failed: int = 0
     shifted: int = 0
     questions: int = 0
+    singles: List[List[Any]] = field(default_factory=list)   # [question, score or None] per flip tried alone
     seconds: float = 0.0
     error: Optional[str] = None
 
@@ -284,23 +296,28 @@ def _one_line(exc: BaseException) -> str:
 
 
 def compile_with_flips(ir: str, recorded: Sequence[str], flips: Sequence[int] = (), *, llc: str,
-                       timeout: float) -> Tuple[float, EvictionTrajectory]:
+                       timeout: float, base: Optional[Base] = None) -> Tuple[float, EvictionTrajectory]:
     """IR compiled by LLC (``RegallocEviction.measure_ir``: every answer checked
     legal), the default answering every question but FLIPS (the runner-up
     there): the register-allocation score and every question recorded. With no
-    flips, the default's own trajectory. Raises what measure_ir raises."""
-    pol = FlipPolicy(flips)
+    flips, the default's own trajectory (BASE's, with a base). Raises what
+    measure_ir raises."""
+    pol = FlipPolicy(flips, base)
     value = RegallocEviction().measure_ir(ir, recorded, pol, tools={"llc": llc}, timeout=timeout).value
     return value, pol.trajectory()
 
 
 def search_module(module: str, ir: str, recorded: Sequence[str], *, llc: str,
-                  cfg: EvictionSearchConfig = EvictionSearchConfig()
+                  cfg: EvictionSearchConfig = EvictionSearchConfig(), base: Optional[Base] = None
                   ) -> Tuple[EvictionModuleSearch, EvictionTrajectory]:
     """The greedy flip search on one module (IR, compiled by LLC with
     ``RegallocEviction.codegen_args(recorded)``, as the trainer's
-    ``RUN/modules.json`` rows give them). A failing start compile is a result
-    with ``ok`` False and the error; a failing flip is not kept."""
+    ``RUN/modules.json`` rows give them), around the default or BASE. Returns
+    the result and the *start* trajectory (the states the start policy visits,
+    which every single flip was judged on: what learning from it needs), with
+    ``tested`` set where a single flip did not lower the score. A failing start
+    compile is a result with ``ok`` False and the error; a failing flip is not
+    kept."""
     from ...llvm.interactive import CompilerFailed
     from ...llvm.regalloc_score import RegallocScoreError
     t0 = time.monotonic()
@@ -308,7 +325,7 @@ def search_module(module: str, ir: str, recorded: Sequence[str], *, llc: str,
 
     def compile_(flips: Tuple[int, ...]) -> Tuple[float, EvictionTrajectory]:
         res.compiles += 1
-        return compile_with_flips(ir, recorded, flips, llc=llc, timeout=cfg.timeout)
+        return compile_with_flips(ir, recorded, flips, llc=llc, timeout=cfg.timeout, base=base)
 
     def measure(flips: Tuple[int, ...]) -> Optional[Tuple[float, EvictionTrajectory]]:
         try:
@@ -328,16 +345,14 @@ def search_module(module: str, ir: str, recorded: Sequence[str], *, llc: str,
     g = greedy_flips(cands, measure, res.start, start_traj, max_compiles=cfg.max_compiles)
     best: EvictionTrajectory = g.best_record
     res.best, res.flips, res.tried, res.failed = g.best, g.flips, list(g.singles), g.failed
+    res.singles = [[i, s] for i, s in g.singles.items()]
     res.improving = sum(1 for s in g.singles.values() if s is not None and s < res.start)
     res.shifted = sum(1 for i in g.flips if not best.same_question(start_traj, i))
-    # A flip tried alone and rejected before the first kept flip was judged on
-    # this trajectory's own prefix: evidence for the default's answer there.
-    first = min(g.flips) if g.flips else len(best)
-    for i, s in g.singles.items():
-        if i < first and i < len(best) and i not in g.flips and (s is None or s >= res.start):
-            best.tested[i] = True
-    res.questions, res.seconds = len(best), time.monotonic() - t0
-    return res, best
+    for i, s in g.singles.items():   # judged alone on the start trajectory: its answer confirmed
+        if i < len(start_traj) and (s is None or s >= res.start):
+            start_traj.tested[i] = True
+    res.questions, res.seconds = len(start_traj), time.monotonic() - t0
+    return res, start_traj
 
 
 # -- labels on disk ------------------------------------------------------------------------
@@ -387,14 +402,16 @@ def load_labels(path: str) -> Tuple[EvictionModuleSearch, EvictionTrajectory]:
 
 
 def run_search(root: str, modules: Sequence[Mapping[str, Any]], *, llc: str,
-               cfg: EvictionSearchConfig = EvictionSearchConfig(),
-               on_done: Callable[[EvictionModuleSearch], None] = lambda r: None) -> List[EvictionModuleSearch]:
+               cfg: EvictionSearchConfig = EvictionSearchConfig(), base: Optional[Base] = None,
+               on_done: Callable[[EvictionModuleSearch], None] = lambda r: None,
+               deadline: Optional[float] = None) -> List[EvictionModuleSearch]:
     """Searches every module (rows of the trainer's ``RUN/modules.json``:
     ``module``, ``ir``, ``recorded``) that has no labels in ROOT yet, and returns
     every module's result (earlier runs' included). A module whose start compile
     failed is saved too (``ok`` False, its error) and not retried: remove its file
     to search it again. A damaged labels file stops the run (EvictionSearchError):
-    it is never overwritten silently."""
+    it is never overwritten silently. No module starts after DEADLINE
+    (``time.monotonic()``); those left are searched by the next run."""
     from concurrent.futures import ThreadPoolExecutor
     done: Dict[str, EvictionModuleSearch] = {}
     todo = []
@@ -405,13 +422,16 @@ def run_search(root: str, modules: Sequence[Mapping[str, Any]], *, llc: str,
         else:
             todo.append(m)
 
-    def one(m: Mapping[str, Any]) -> EvictionModuleSearch:
-        res, traj = search_module(m["module"], m["ir"], m["recorded"], llc=llc, cfg=cfg)
+    def one(m: Mapping[str, Any]) -> Optional[EvictionModuleSearch]:
+        if deadline is not None and time.monotonic() >= deadline:
+            return None   # left for the next run
+        res, traj = search_module(m["module"], m["ir"], m["recorded"], llc=llc, cfg=cfg, base=base)
         save_labels(labels_path(root, m["module"]), res, traj)
         on_done(res)
         return res
 
     with ThreadPoolExecutor(max(1, cfg.jobs)) as pool:
-        for res in pool.map(one, todo):
-            done[res.module] = res
+        for got in pool.map(one, todo):
+            if got is not None:
+                done[got.module] = got
     return [done[m["module"]] for m in modules if m["module"] in done]

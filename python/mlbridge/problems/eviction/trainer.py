@@ -105,7 +105,6 @@ def prepare_modules(run_dir: str, corpora: Sequence[Any], cfg: EvictionTrainConf
                 return kept
         except (OSError, ValueError, KeyError, TypeError):
             pass
-    from ...corpus.compile import CompileOptions, Policy, cc1_args, command_for
     for c in corpora:
         why = _eval_split_refusal(c)
         if why:
@@ -118,19 +117,11 @@ def prepare_modules(run_dir: str, corpora: Sequence[Any], cfg: EvictionTrainConf
     def one(item: Any) -> Optional[Dict[str, Any]]:
         k, corpus, module = item
         out = os.path.join(ir_dir, f"{k:04d}.opt.bc")
-        opts = CompileOptions(bitcode=True)
-        cmd = command_for(module, Policy("oz", "oz"), out, toolchain, opts, problem)
-        recorded = cc1_args(module.command(), emit=())
+        recorded = make_module_ir(out, module, toolchain=toolchain, problem=problem, timeout=cfg.timeout)
+        if recorded is None:
+            note(f"skipped {module.name}: clang failed making its IR")
+            return None
         codegen = problem.codegen_args(recorded)
-        if not os.path.exists(out):
-            try:
-                failed = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, timeout=cfg.timeout,
-                                        cwd=ir_dir).returncode != 0
-            except subprocess.TimeoutExpired:   # a hung clang skips its module as a failed one does
-                failed = True
-            if failed:
-                note(f"skipped {module.name}: clang failed making its IR")
-                return None
         try:
             base = problem.measure_ir(out, recorded, None, tools=tools, timeout=cfg.timeout)
             t0 = time.monotonic()
@@ -154,6 +145,23 @@ def prepare_modules(run_dir: str, corpora: Sequence[Any], cfg: EvictionTrainConf
                                  f"{cfg.max_module_s:g} s: give other corpora or a larger max_module_s")
     write_json_atomic(path, {"all": rows, "kept": kept}, indent=1)
     return kept
+
+
+def make_module_ir(out: str, module: Any, *, toolchain: Any, problem: Any, timeout: float) -> Optional[List[str]]:
+    """MODULE's optimized IR at OUT (its recorded clang-19 command, ``-emit-llvm-bc``;
+    kept when OUT exists) and its recorded options (what ``codegen_args`` reads);
+    None when clang fails or hangs (the module is skipped)."""
+    from ...corpus.compile import CompileOptions, Policy, cc1_args, command_for
+    recorded = cc1_args(module.command(), emit=())
+    if not os.path.exists(out):
+        cmd = command_for(module, Policy("oz", "oz"), out, toolchain, CompileOptions(bitcode=True), problem)
+        try:
+            if subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout,
+                              cwd=os.path.dirname(os.path.abspath(out))).returncode != 0:
+                return None
+        except subprocess.TimeoutExpired:   # a hung clang skips its module as a failed one does
+            return None
+    return recorded
 
 
 # -- fitness ---------------------------------------------------------------------------
