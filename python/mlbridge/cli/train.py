@@ -235,6 +235,8 @@ def run_train_eviction(args: argparse.Namespace, problem: Any) -> int:
                                              "its training modules")):
         if bad:
             raise UsageError(f"{why} (issue 23; docs/training.md)")
+    if args.init not in ("oz", "default") and _is_flip_model(args.init):
+        return run_flip_es(args, problem)
     if args.init not in ("oz", "default"):
         try:
             EvictionPolicy.load(args.init)
@@ -269,6 +271,59 @@ def run_train_eviction(args: argparse.Namespace, problem: Any) -> int:
     return _summary(args, summary, f"{summary['steps']} steps on {len(summary['modules'])} training modules; "
                     f"best mean reward {100 * summary['best_reward']:+.3f}% vs the default advisor (warm start "
                     f"{100 * summary['warm_reward']:+.3f}%); policy: {summary['policy']}")
+
+
+def _is_flip_model(path: str) -> bool:
+    from ..problems.eviction.flip_model import FORMAT
+    try:
+        with open(path) as f:
+            return json.load(f).get("format") == FORMAT
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def run_flip_es(args: argparse.Namespace, problem: Any) -> int:
+    """``train run --problem regalloc-eviction --init FLIP_MODEL.json``: ES on the
+    output layer of a flip model learned by ``train search`` (problems/eviction/flip_es.py),
+    over that search's training modules (the folder holding modules.json: the
+    model's own, or its parent for a round's model)."""
+    from ..corpus.compile import CompileSetupError, Toolchain
+    from ..problems.eviction.flip_es import FlipESConfig, FlipESError, train_flip_es
+    from ..problems.eviction.flip_model import FlipModel
+    from ..problems.eviction.policy import PolicyFileError
+    from ..problems.eviction.search import EvictionSearchError
+
+    try:
+        start = FlipModel.load(args.init)
+    except PolicyFileError as exc:
+        raise UsageError(f"--init: {exc}") from None
+    here = os.path.dirname(os.path.abspath(args.init))
+    search_out = here if os.path.exists(os.path.join(here, "modules.json")) else os.path.dirname(here)
+    try:
+        toolchain = Toolchain.find(args.clang, need_llc=True)
+    except CompileSetupError as exc:
+        raise usage_error(exc) from None
+    cfg = FlipESConfig(pairs=args.pairs or 4, sigma=args.sigma or 0.3, lr=args.lr or 0.3,
+                       steps=1000 if args.steps is None and args.minutes else (args.steps or 15),
+                       budget_s=None if args.minutes is None else 60 * args.minutes, jobs=args.jobs or 2,
+                       seed=args.seed, timeout=args.timeout)
+
+    def note(line: str) -> None:
+        if not args.quiet:
+            print(line, file=sys.stderr)
+
+    def step(rec: Any) -> None:
+        note(f"step {rec['generation'] + 1}: mean {-rec['mean_fitness']:+.3f}% per project, best "
+             f"{-rec['best_fitness']:+.3f}% ({rec['elapsed_s']:.0f} s)")
+
+    try:
+        summary = train_flip_es(args.out, search_out, start, cfg, problem=problem, llc=str(toolchain.llc),
+                                note=note, on_step=step)
+    except (FlipESError, EvictionSearchError) as exc:
+        raise usage_error(exc) from None
+    return _summary(args, summary, f"{summary['steps']} steps on {summary['modules']} training modules; best mean "
+                    f"project change {-summary['best_fitness']:+.3f}% against the default advisor (start "
+                    f"{-summary['start_fitness']:+.3f}%); policy: {summary['policy']}")
 
 
 def _ray_compiles(args: argparse.Namespace) -> Any:

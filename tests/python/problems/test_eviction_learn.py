@@ -174,6 +174,24 @@ def test_calibration_flips_only_what_wins_in_total():
     assert info["flipped"] == 0 and not (none.net.scores(none.net.inputs(x)) > 0).any()
 
 
+def test_calibration_out_of_fold_keeps_only_what_carries_across_projects():
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(300, len(QUESTION))).astype(np.float32)
+    proj = np.repeat(np.arange(3), 100)
+    mods = [f"p{k}/m.c" for k in range(3)]
+    # the same rule in every project: flipping where feature 0 is high lowers the score
+    good = x[:, 0] > 1.0
+    ex = lfs.Examples(x, good, np.where(good, -1.0, 0.5), np.ones(300, bool), np.zeros(300), proj, mods)
+    model, info = lfs.fit_flip_model(ex, hidden=(), epochs=300)
+    assert info["oof_flipped"] > 0 and info["oof_change_pct"] < 0 and info["flipped"] > 0
+    # a rule that turns around in each project: what one project learns hurts the others
+    flip_sign = np.where(proj == 1, -1.0, 1.0)
+    good = x[:, 0] * flip_sign > 1.0
+    ex = lfs.Examples(x, good, np.where(good, -1.0, 0.5), np.ones(300, bool), np.zeros(300), proj, mods)
+    none, info = lfs.fit_flip_model(ex, hidden=(), epochs=300)
+    assert info["oof_flipped"] == 0 and info["flipped"] == 0
+
+
 def test_no_examples_is_one_line():
     with pytest.raises(lfs.LearnFromSearchError):
         lfs.fit_flip_model(lfs.examples([]))
@@ -228,3 +246,93 @@ def run_cli(*args):
 def test_the_cli_refuses_what_does_not_apply_in_one_line(tmp_path, flag):
     r = run_cli(str(tmp_path), "-o", str(tmp_path / "o"), "--problem", "regalloc-eviction", *flag)
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
+
+
+def test_around_a_model_its_own_flips_are_tried_first():
+    pol = es.FlipPolicy((), lambda obs, choice, alt, margin: alt == 9)   # flips questions 3 and 5 (runner-up 9)
+    for q in QUESTIONS:
+        pol(q)
+    t = pol.trajectory()
+    assert np.flatnonzero(t.flipped).tolist() == [3, 5]
+    assert es.candidates(t, 3) == [3, 5] + [int(i) for i in np.argsort(t.margin, kind="stable")
+                                            if i not in (3, 5) and t.runner_up[i] != es.NO_ALTERNATIVE][:1]
+
+
+# -- ES on the flip model's output layer ------------------------------------------------------
+
+class FakeProblem:
+    """measure_ir's score: a module's stock score times (1 + |head - target|^2 / 100),
+    so ES can move toward TARGET; a module named 'bad' fails when the head's
+    first weight is above 5."""
+
+    def __init__(self, target):
+        self.target = np.asarray(target, np.float64)
+        self.calls = 0
+
+    def measure_ir(self, ir, recorded, policy, *, tools, timeout):
+        from mlbridge.llvm.interactive import CompilerFailed
+        from mlbridge.problems.eviction import flip_es
+        self.calls += 1
+        theta = policy.model.net.params[flip_es.head(policy.model)].astype(np.float64)
+        if ir == "bad" and theta[0] > 5:
+            raise CompilerFailed("llc died")
+        stock = {"a": 100.0, "b": 10.0, "bad": 50.0}[ir]
+        return type("M", (), {"value": stock * (1 + float(((theta - self.target) ** 2).sum()) / 100)})()
+
+
+def es_run(tmp_path):
+    """A search folder with three searched modules of two projects."""
+    out = tmp_path / "search"
+    rows = [{"module": f"{p}/{m}.c", "ir": m, "recorded": []} for p, m in (("p1", "a"), ("p1", "bad"), ("p2", "b"))]
+    os.makedirs(out)
+    (out / "modules.json").write_text(json.dumps({"rows": rows}))
+    pol = es.FlipPolicy()
+    for q in QUESTIONS:
+        pol(q)
+    for r in rows:
+        stock = {"a": 100.0, "b": 10.0, "bad": 50.0}[r["ir"]]
+        res = es.EvictionModuleSearch(r["module"], ok=True, stock=stock, start=stock, best=stock, questions=6)
+        es.save_labels(es.labels_path(str(out / "round-0"), r["module"]), res, pol.trajectory())
+    return str(out)
+
+
+def test_es_fitness_is_the_mean_project_change_and_a_failure_counts_twice(tmp_path):
+    from mlbridge.problems.eviction import flip_es
+    mods = flip_es.es_modules(es_run(tmp_path))
+    assert [m["project"] for m in mods] == ["p1", "p1", "p2"]
+    start = trained(seed=2)
+    theta = start.net.params[flip_es.head(start)]
+    assert theta.size == 5   # 4 hidden units and the bias
+    prob = FakeProblem(theta)   # the start is optimal: every score is stock's
+    got = flip_es.fitness([start], mods, problem=prob, llc="llc-19", jobs=1, timeout=1)[0]
+    assert got["fitness"] == 0.0 and got["failed"] == 0
+    far = flip_es.with_head(start, theta + np.array([10.0, 0, 0, 0, 0]))   # 'bad' fails; the rest +100 %
+    got = flip_es.fitness([far], mods, problem=prob, llc="llc-19", jobs=1, timeout=1)[0]
+    assert got["failed"] == 1
+    # p1: (200 + 100) against 150 -> +100 %; p2: +100 %
+    assert got["change_pct"] == pytest.approx({"p1": 100.0, "p2": 100.0})
+    assert got["fitness"] == pytest.approx(-100.0)
+    # only the head moved
+    assert np.array_equal(far.net.params[:flip_es.head(far).start], start.net.params[:flip_es.head(start).start])
+
+
+def test_es_resumes_as_an_uninterrupted_run_and_a_damaged_state_is_one_line(tmp_path):
+    from mlbridge.problems.eviction import flip_es
+    search = es_run(tmp_path)
+    start = trained(seed=2)
+    prob = FakeProblem(start.net.params[flip_es.head(start)] + 1.0)
+    cfg = flip_es.FlipESConfig(pairs=2, steps=4, jobs=1, sigma=0.5, lr=0.5)
+    whole = flip_es.train_flip_es(str(tmp_path / "whole"), search, start, cfg, problem=prob, llc="llc-19")
+    assert whole["steps"] == 4 and whole["best_fitness"] >= whole["start_fitness"]
+    import dataclasses
+    flip_es.train_flip_es(str(tmp_path / "part"), search, start, dataclasses.replace(cfg, steps=2), problem=prob,
+                          llc="llc-19")
+    again = flip_es.train_flip_es(str(tmp_path / "part"), search, trained(seed=9), cfg, problem=prob, llc="llc-19")
+    assert again["best_fitness"] == whole["best_fitness"]
+    for name in ("flip_model.json",):
+        assert json.load(open(tmp_path / "part" / name)) == json.load(open(tmp_path / "whole" / name))
+    assert os.path.exists(tmp_path / "whole" / "flip_model.onnx")
+    (tmp_path / "part" / "state.json").write_text("{broken")
+    with pytest.raises(flip_es.FlipESError) as info:
+        flip_es.train_flip_es(str(tmp_path / "part"), search, start, cfg, problem=prob, llc="llc-19")
+    assert str(info.value).startswith(str(tmp_path / "part" / "state.json") + ": damaged checkpoint")

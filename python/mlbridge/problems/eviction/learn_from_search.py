@@ -15,9 +15,11 @@
    flip lowered the score and took the runner-up, or raised it and took it
    back), weighted by how much the score moved (in % of the module's score)
    plus ``floor`` (a flip that changed nothing still says: keep the default).
-   train/imitation.py's fit (weighted logistic loss, Adam), then the bias is
-   lowered until the model flips no tested question the labels call worse
-   (``calibrate``): a miss costs score, so it leans to the default.
+   train/imitation.py's fit (weighted logistic loss, Adam); then the output
+   bias is set (``calibrate``) so that the model flips the share of examples
+   that lowered the summed score most *out of fold*: judged by models fitted
+   without the example's project, i.e. what carries to code not trained on.
+   When no share helps there, the model flips nothing and is the default.
 """
 from __future__ import annotations
 
@@ -164,39 +166,64 @@ def examples(label_dirs: Sequence[str]) -> Examples:
                     np.concatenate(ms), np.concatenate(mods), names)
 
 
+def _fit(ex: "Examples", sel: np.ndarray, hidden: Sequence[int], epochs: int, floor: float, lr: float, l2: float,
+         seed: int) -> Tuple[Any, Dict[str, float]]:
+    net = untrained(tuple(hidden))
+    if hidden:   # random hidden features; the output layer starts at 0 (no flip) and the fit moves it
+        net = type(net)(QUESTION, tuple(hidden), output="runner_up_score", seed=seed)
+    info = fit_imitation(net, ex.x[sel], ex.y[sel].astype(np.float32), epochs=epochs, lr=lr, l2=l2,
+                         weights=floor + np.abs(ex.delta[sel]))
+    return net, info
+
+
 def fit_flip_model(ex: Examples, *, hidden: Sequence[int] = (8,), epochs: int = 600, floor: float = 0.01,
-                   lr: float = 1e-2, l2: float = 1e-4, seed: int = 0) -> Tuple[FlipModel, Dict[str, float]]:
-    """A flip model fitted to EX (module docstring), then calibrated."""
+                   lr: float = 1e-2, l2: float = 1e-3, seed: int = 0) -> Tuple[FlipModel, Dict[str, float]]:
+    """A flip model fitted to EX (module docstring), then calibrated on scores
+    out of fold by project (``calibrate``)."""
     if not len(ex):
         raise LearnFromSearchError("no labelled flips to learn from: search some modules first")
-    net = untrained(tuple(hidden))
-    if hidden:
-        net = type(net)(QUESTION, tuple(hidden), output="runner_up_score", seed=seed)
-        # the output layer starts at 0 (no flip); the fit moves it
-    w = floor + np.abs(ex.delta)
-    info = fit_imitation(net, ex.x, ex.y.astype(np.float32), epochs=epochs, lr=lr, l2=l2, weights=w)
-    model = FlipModel(net, float(np.max(ex.margin[np.isfinite(ex.margin)])) if len(ex) else 0.0)
-    info.update(calibrate(model, ex))
+    projects = np.array([ex.modules[i].split("/", 1)[0] for i in ex.module])
+    oof = np.zeros(len(ex))
+    names = np.unique(projects)
+    for p in names if len(names) > 1 else []:
+        net, _ = _fit(ex, projects != p, hidden, epochs, floor, lr, l2, seed)
+        oof[projects == p] = net.scores(net.inputs(ex.x[projects == p]))
+    net, info = _fit(ex, np.ones(len(ex), bool), hidden, epochs, floor, lr, l2, seed)
+    model = FlipModel(net, float(np.max(ex.margin[np.isfinite(ex.margin)])))
+    info.update(calibrate(model, ex, oof if len(names) > 1 else None))
     return model, info
 
 
-def calibrate(model: FlipModel, ex: Examples) -> Dict[str, float]:
-    """Lowers the network's output bias until no example the labels call worse
-    to flip is flipped by more than the examples it gets right (module
-    docstring): the bias where the examples' summed score change is lowest."""
-    s = model.net.scores(model.net.inputs(ex.x))
-    # the score change the model's answers give on these examples, per bias shift
-    gain = np.where(ex.y, -np.abs(ex.delta), np.abs(ex.delta))   # taking the runner-up here
-    order = np.argsort(-s)
+def _best_count(scores: np.ndarray, gain: np.ndarray) -> int:
+    """How many of the top-scored examples to flip for the lowest summed change (0: none)."""
+    order = np.argsort(-scores, kind="stable")
     csum = np.concatenate([[0.0], np.cumsum(gain[order])])
-    best = int(np.argmin(csum))                                   # flip the top-`best` scored examples
-    thr = s[order[best - 1]] if best > 0 else (s.max() + 1.0 if len(s) else 1.0)
-    # score > 0 must hold exactly for those `best`: shift the bias to just below the threshold
-    nxt = s[order[best]] if best < len(s) else thr - 1.0
-    shift = -(thr + nxt) / 2.0 if best > 0 else -(s.max() + 1.0)
+    return int(np.argmin(csum))
+
+
+def calibrate(model: FlipModel, ex: Examples, oof: Optional[np.ndarray] = None) -> Dict[str, float]:
+    """Sets the network's output bias so that it flips the share of examples
+    that lowers their summed score change most, that share judged on OOF (the
+    scores of models fitted without each example's project: what carries to
+    unseen code) when given, else on the model's own scores. A share of 0
+    flips nothing: the model is then the default advisor."""
+    s = model.net.scores(model.net.inputs(ex.x)).astype(np.float64)
+    gain = np.where(ex.y, -np.abs(ex.delta), np.abs(ex.delta))   # the change of taking the runner-up
+    k = _best_count(s if oof is None else oof, gain)
+    order = np.argsort(-s, kind="stable")
+    if k == 0:
+        shift = -(float(s.max()) + 1.0)
+    else:   # just below the k-th score, above the next
+        lo = s[order[k]] if k < len(s) else s[order[k - 1]] - 1.0
+        shift = -(s[order[k - 1]] + lo) / 2.0
     model.net.params[-1] = np.float32(model.net.params[-1] + shift)
     flips = model.net.scores(model.net.inputs(ex.x)) > 0
-    return {"bias_shift": float(shift), "flipped": float(flips.sum()), "examples_change_pct": float(gain[flips].sum())}
+    out = {"bias_shift": float(shift), "flipped": float(flips.sum()),
+           "examples_change_pct": float(gain[flips].sum())}
+    if oof is not None:
+        f = np.argsort(-oof, kind="stable")[:k]
+        out["oof_flipped"], out["oof_change_pct"] = float(k), float(gain[f].sum())
+    return out
 
 
 # -- the whole run --------------------------------------------------------------------------

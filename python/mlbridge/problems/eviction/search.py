@@ -188,10 +188,14 @@ class FlipPolicy:
 
 
 def candidates(traj: EvictionTrajectory, k: int) -> List[int]:
-    """The K question indices with the smallest margins (ties: the earlier
-    question), among those with a runner-up; in increasing margin."""
+    """K question indices, among those with a runner-up: first the questions
+    where the start policy left the default (a base's flips, the earliest
+    first: the labels that can correct it), then the smallest margins (ties:
+    the earlier question), in increasing margin."""
     has = np.flatnonzero(traj.runner_up != NO_ALTERNATIVE)
-    order = has[np.argsort(traj.margin[has], kind="stable")]
+    left = has[traj.answer[has] != traj.default[has]]
+    rest = has[traj.answer[has] == traj.default[has]]
+    order = np.concatenate([left, rest[np.argsort(traj.margin[rest], kind="stable")]])
     return [int(i) for i in order[:max(0, k)]]
 
 
