@@ -316,9 +316,16 @@ def run_flip_es(args: argparse.Namespace, problem: Any) -> int:
         note(f"step {rec['generation'] + 1}: mean {-rec['mean_fitness']:+.3f}% per project, best "
              f"{-rec['best_fitness']:+.3f}% ({rec['elapsed_s']:.0f} s)")
 
+    from ..problems.eviction.trainer import _eval_split_refusal
+    corpora = _load_corpora(args.corpora)
+    for c in corpora:
+        why = _eval_split_refusal(c)
+        if why:
+            raise UsageError(why)
+    projects = [os.path.basename(os.path.normpath(c.root)) for c in corpora]
     try:
         summary = train_flip_es(args.out, search_out, start, cfg, problem=problem, llc=str(toolchain.llc),
-                                note=note, on_step=step)
+                                projects=projects, note=note, on_step=step)
     except (FlipESError, EvictionSearchError) as exc:
         raise usage_error(exc) from None
     return _summary(args, summary, f"{summary['steps']} steps on {summary['modules']} training modules; best mean "

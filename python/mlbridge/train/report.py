@@ -38,8 +38,9 @@ def learning_curve(history: Sequence[Dict[str, Any]], path: str) -> Optional[str
 
 
 def delta_bars(labels: Sequence[str], deltas_pct: Sequence[float], path: str, title: str,
-               max_bars: int = 60) -> Optional[str]:
-    """Horizontal bars of a size change per item (negative: smaller than -Oz), sorted."""
+               max_bars: int = 60, xlabel: str = ".text change vs -Oz (%)") -> Optional[str]:
+    """Horizontal bars of a change per item (negative: smaller than -Oz, or
+    better than XLABEL's baseline), sorted."""
     if not labels:
         return None
     plt = _plt()
@@ -52,7 +53,7 @@ def delta_bars(labels: Sequence[str], deltas_pct: Sequence[float], path: str, ti
     ax.set_yticks(range(len(pairs)))
     ax.set_yticklabels([p[1][-40:] for p in pairs], fontsize=7)
     ax.axvline(0, color="k", lw=0.8)
-    ax.set_xlabel(".text change vs -Oz (%)")
+    ax.set_xlabel(xlabel)
     ax.set_title(title)
     fig.tight_layout()
     fig.savefig(path, dpi=110)

@@ -298,8 +298,12 @@ def es_run(tmp_path):
 
 def test_es_fitness_is_the_mean_project_change_and_a_failure_counts_twice(tmp_path):
     from mlbridge.problems.eviction import flip_es
-    mods = flip_es.es_modules(es_run(tmp_path))
+    search = es_run(tmp_path)
+    mods = flip_es.es_modules(search)
     assert [m["project"] for m in mods] == ["p1", "p1", "p2"]
+    assert [m["project"] for m in flip_es.es_modules(search, ["p2"])] == ["p2"]
+    with pytest.raises(flip_es.FlipESError, match="no searched module of p3"):
+        flip_es.es_modules(search, ["p2", "p3"])
     start = trained(seed=2)
     theta = start.net.params[flip_es.head(start)]
     assert theta.size == 5   # 4 hidden units and the bias
@@ -336,3 +340,17 @@ def test_es_resumes_as_an_uninterrupted_run_and_a_damaged_state_is_one_line(tmp_
     with pytest.raises(flip_es.FlipESError) as info:
         flip_es.train_flip_es(str(tmp_path / "part"), search, start, cfg, problem=prob, llc="llc-19")
     assert str(info.value).startswith(str(tmp_path / "part" / "state.json") + ": damaged checkpoint")
+
+
+def test_the_shipped_flip_policy_loads_and_its_onnx_answers_as_its_json():
+    pytest.importorskip("onnxruntime")
+    here = os.path.join(ROOT, "policies", "regalloc_eviction")
+    sys.path.insert(0, here)
+    try:
+        import regalloc_eviction_policy as shipped
+    finally:
+        sys.path.remove(here)
+    default = DefaultAdvisor()
+    for o in questions(300, seed=5):
+        assert shipped.flip_policy(o) == shipped.flip_onnx_policy(o)
+        assert shipped.default(o) == default(o)

@@ -10,7 +10,8 @@ register-allocation score of whole compiles, over the search's training modules
   labels), negated (higher is better): every project counts the same, and
   within a project its hot modules count most, as in the goal's total. A module
   under which llc fails counts as twice its default score.
-- **Modules**: the searched modules with at least one eviction question.
+- **Modules**: the searched modules with at least one eviction question (of
+  the corpora given: training-split ones only).
 - **State**: ``RUN/state.json`` (train/es.py's state, the history, the start
   model), written atomically after every generation with the best model so far
   (``RUN/flip_model.json`` and ``.onnx``); a run resumes from it. A damaged
@@ -66,9 +67,10 @@ def with_head(model: FlipModel, theta: np.ndarray) -> FlipModel:
     return FlipModel(model.net.with_params(p), model.max_margin)
 
 
-def es_modules(search_out: str) -> List[Dict[str, Any]]:
+def es_modules(search_out: str, projects: Optional[Sequence[str]] = None) -> List[Dict[str, Any]]:
     """The rows of SEARCH_OUT/modules.json whose round-0 search asked at least one
-    question, each with ``stock`` (its default score) and ``project``."""
+    question, each with ``stock`` (its default score) and ``project``; only
+    PROJECTS' (corpus folder names) when given, each of which must be there."""
     try:
         with open(os.path.join(search_out, "modules.json")) as f:
             rows = json.load(f)["rows"]
@@ -82,6 +84,12 @@ def es_modules(search_out: str) -> List[Dict[str, Any]]:
         res, _ = load_labels(path)
         if res.ok and res.questions > 0 and res.stock > 0:
             out.append(dict(r, stock=res.stock, project=r["module"].split("/", 1)[0]))
+    if projects is not None:
+        missing = sorted(set(projects) - {m["project"] for m in out})
+        if missing:
+            raise FlipESError(f"{search_out}: no searched module of {missing[0]} asks an eviction question "
+                              "(give the corpora `train search` searched)")
+        out = [m for m in out if m["project"] in set(projects)]
     if not out:
         raise FlipESError(f"{search_out}: no searched module with eviction questions")
     return out
@@ -146,11 +154,11 @@ def _model_from(d: Dict[str, Any]) -> FlipModel:
 
 
 def train_flip_es(run: str, search_out: str, start: FlipModel, cfg: FlipESConfig, *, problem: Any, llc: str,
-                  note: Callable[[str], None] = lambda s: None,
+                  projects: Optional[Sequence[str]] = None, note: Callable[[str], None] = lambda s: None,
                   on_step: Callable[[Dict[str, Any]], None] = lambda r: None) -> Dict[str, Any]:
     """Runs (or resumes) ES from START (module docstring); returns the summary."""
     os.makedirs(run, exist_ok=True)
-    modules = es_modules(search_out)
+    modules = es_modules(search_out, projects)
     st = read_state(run)
     if st is None:
         es = ES(start.net.params[head(start)].astype(np.float64), pairs=cfg.pairs, sigma=cfg.sigma, lr=cfg.lr,
