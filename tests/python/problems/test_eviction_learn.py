@@ -354,3 +354,39 @@ def test_the_shipped_flip_policy_loads_and_its_onnx_answers_as_its_json():
     for o in questions(300, seed=5):
         assert shipped.flip_policy(o) == shipped.flip_onnx_policy(o)
         assert shipped.default(o) == default(o)
+
+
+@needs_llvm
+def test_train_search_then_es_on_a_small_corpus_end_to_end(tmp_path):
+    """The CLI's whole path on two kernels (-O2, where they ask eviction
+    questions): two rounds, a model that loads, a rerun that searches nothing
+    again, and ES on its output layer that never ends below its start."""
+    sys.path.insert(0, os.path.join(ROOT, "tests", "python", "helpers"))
+    from mini_corpus import make_corpus
+    progs = os.path.join(ROOT, "python", "mlbridge", "benchmark", "programs")
+    corpus = make_corpus(str(tmp_path / "kernels"), [os.path.join(progs, f) for f in ("chacha20.c", "sha256.c")],
+                         flags=("-O2",))
+    out = tmp_path / "ev"
+    r = run_cli(corpus, "-o", str(out), "--problem", "regalloc-eviction", "--rounds", "2", "--tries", "3",
+                "-j", "2", "--json", "--quiet")
+    assert r.returncode == 0, r.stderr
+    summary = json.loads(r.stdout)
+    assert summary["complete"] and [x["round"] for x in summary["rounds"]] == [0, 1]
+    assert summary["rounds"][0]["start_total"] >= summary["rounds"][0]["best_total"]
+    assert len(os.listdir(out / "round-1" / "search")) == 2
+    FlipModel.load(str(out / "flip_model.json"))
+    stamp = {f: os.path.getmtime(out / "round-0" / "search" / f) for f in os.listdir(out / "round-0" / "search")}
+    again = run_cli(corpus, "-o", str(out), "--problem", "regalloc-eviction", "--rounds", "2", "--tries", "3",
+                    "--json", "--quiet")
+    assert again.returncode == 0 and json.loads(again.stdout)["rounds"] == summary["rounds"]
+    assert stamp == {f: os.path.getmtime(out / "round-0" / "search" / f) for f in stamp}   # nothing searched again
+    es_out = tmp_path / "es"
+    r = subprocess.run([sys.executable, "-m", "mlbridge", "train", "run", corpus, "-o", str(es_out), "--problem",
+                        "regalloc-eviction", "--init", str(out / "round-0" / "flip_model_in_sample.json"),
+                        "--steps", "1", "--pairs", "1", "--json", "--quiet"],
+                       capture_output=True, text=True, timeout=600,
+                       env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python")))
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout)
+    assert got["steps"] == 1 and got["best_fitness"] >= got["start_fitness"]
+    load_flip_policy(str(es_out / "flip_model.onnx"))

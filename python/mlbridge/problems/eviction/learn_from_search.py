@@ -20,6 +20,9 @@
    that lowered the summed score most *out of fold*: judged by models fitted
    without the example's project, i.e. what carries to code not trained on.
    When no share helps there, the model flips nothing and is the default.
+   ``round-K/flip_model_in_sample.json`` is the same fit with the share judged
+   on its own examples: ES's start (flip_es.py), which then judges its flips on
+   whole compiles of the training modules.
 """
 from __future__ import annotations
 
@@ -189,7 +192,12 @@ def fit_flip_model(ex: Examples, *, hidden: Sequence[int] = (8,), epochs: int = 
         net, _ = _fit(ex, projects != p, hidden, epochs, floor, lr, l2, seed)
         oof[projects == p] = net.scores(net.inputs(ex.x[projects == p]))
     net, info = _fit(ex, np.ones(len(ex), bool), hidden, epochs, floor, lr, l2, seed)
-    model = FlipModel(net, float(np.max(ex.margin[np.isfinite(ex.margin)])))
+    max_margin = float(np.max(ex.margin[np.isfinite(ex.margin)]))
+    model = FlipModel(net, max_margin)
+    # the same fit calibrated on its own scores: what the labels say about the
+    # training modules themselves (ES's start, which judges it on whole compiles)
+    model.in_sample = FlipModel(net.with_params(net.params.copy()), max_margin)
+    info.update({f"in_sample_{k}": v for k, v in calibrate(model.in_sample, ex).items()})
     info.update(calibrate(model, ex, oof if len(names) > 1 else None))
     return model, info
 
@@ -271,6 +279,7 @@ def learn_eviction(out: str, corpora: Sequence[Any], cfg: LearnConfig, search: E
         rd = round_dir(out, k)
         model.save(os.path.join(rd, "flip_model.json"))
         model.export_onnx(os.path.join(rd, "flip_model.onnx"))
+        model.in_sample.save(os.path.join(rd, "flip_model_in_sample.json"))
         for ext in ("json", "onnx"):
             shutil.copyfile(os.path.join(rd, f"flip_model.{ext}"), os.path.join(out, f"flip_model.{ext}.tmp"))
             os.replace(os.path.join(out, f"flip_model.{ext}.tmp"), os.path.join(out, f"flip_model.{ext}"))
