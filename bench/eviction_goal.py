@@ -12,7 +12,8 @@
    corpora's changes (the total is dominated by a corpus's hottest module).
 2. **Programs**: bench/regalloc_speed.py's callgrind check (executed
    instructions; every output checked against the program's reference): per
-   program and in total.
+   program and in total; a training-split program (brotli) is shown but not
+   counted in the goal.
 3. **The goal**: score at least 2 % below the default in total, executed
    instructions lower in total and no program above +0.2 %.
 
@@ -77,7 +78,7 @@ def program_rows(policy: str, programs: List[str]) -> List[Dict[str, Any]]:
 
 def goal(rows: List[Dict[str, Any]]) -> Dict[str, Any]:
     cs = [r for r in rows if r["kind"] == "corpus"]
-    ps = [r for r in rows if r["kind"] == "program"]
+    ps = [r for r in rows if r["kind"] == "program" and r.get("split") != "train"]   # held-out programs only
     ok = all(r["ok"] for r in rows)
     g: Dict[str, Any] = {"kind": "goal", "ok": ok}
     if cs and all(r["ok"] for r in cs):
@@ -132,7 +133,8 @@ def main(argv: Any = None) -> int:
         if not r["ok"]:
             print(f"| {r['name']:20s} | {'FAILED':>16s} | {'':>16s} | {'':>8s} |  {r.get('error', '')}")
             continue
-        print(f"| {r['name']:20s} | {r['default']:>16,.0f} | {r['policy']:>16,.0f} | {r['delta_pct']:>+7.2f}% |")
+        name = r["name"] + (" (train)" if r.get("split") == "train" else "")
+        print(f"| {name:20s} | {r['default']:>16,.0f} | {r['policy']:>16,.0f} | {r['delta_pct']:>+7.2f}% |")
     g = rows[-1]
     parts = [f"{k} {g[k]:+.2f}%" for k in ("score_total_pct", "score_mean_pct", "instructions_total_pct",
                                            "worst_program_pct") if k in g]

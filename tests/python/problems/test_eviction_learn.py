@@ -390,3 +390,21 @@ def test_train_search_then_es_on_a_small_corpus_end_to_end(tmp_path):
     got = json.loads(r.stdout)
     assert got["steps"] == 1 and got["best_fitness"] >= got["start_fitness"]
     load_flip_policy(str(es_out / "flip_model.onnx"))
+
+
+def test_the_goal_counts_held_out_programs_and_a_failure_misses_it():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("eviction_goal", os.path.join(ROOT, "bench", "eviction_goal.py"))
+    g = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(g)
+    rows = [{"kind": "corpus", "name": "a", "ok": True, "default": 100.0, "policy": 97.0, "delta_pct": -3.0},
+            {"kind": "corpus", "name": "b", "ok": True, "default": 10.0, "policy": 10.0, "delta_pct": 0.0},
+            {"kind": "program", "name": "p", "ok": True, "split": "", "default": 100, "policy": 99, "delta_pct": -1.0},
+            {"kind": "program", "name": "t", "ok": True, "split": "train", "default": 100, "policy": 150,
+             "delta_pct": 50.0}]
+    got = g.goal(rows)
+    assert got["met"] and got["score_total_pct"] == pytest.approx(-300 / 110)
+    assert got["score_mean_pct"] == pytest.approx(-1.5) and got["worst_program_pct"] == -1.0   # t is training code
+    assert not g.goal(rows + [{"kind": "program", "name": "q", "ok": True, "split": "", "default": 100,
+                               "policy": 100.3, "delta_pct": 0.3}])["met"]          # one program above +0.2 %
+    assert not g.goal(rows + [{"kind": "corpus", "name": "c", "ok": False, "error": "llc died"}])["met"]
