@@ -46,15 +46,16 @@ def _clean(x: np.ndarray) -> np.ndarray:
 
 def question_features(obs: Mapping[str, Any], choice: int, alt: int, margin: float) -> np.ndarray:
     """The (len(QUESTION),) float32 row of one question (module docstring)."""
-    cols = np.empty((len(RAW), SELF + 1), np.float32)
-    for k, name in enumerate(RAW):
-        cols[k] = np.asarray(obs[name], np.float32).reshape(-1)
-    cols = _clean(cols)
-    legal = float(np.count_nonzero(np.asarray(obs["mask"]).reshape(-1)))
-    p = float(np.asarray(obs["progress"], np.float32).reshape(-1)[0])
-    tail = np.array([choice == SELF, alt == SELF, cols[_UDD, SELF], min(margin, 3.0), legal,
-                     0.0 if np.isnan(p) else p], np.float32)
-    return np.concatenate([cols[:, choice], cols[:, alt], _clean(tail)])
+    row = np.empty(len(QUESTION), np.float32)
+    n = len(RAW)
+    for k, name in enumerate(RAW):   # only the two columns read: a question is answered in microseconds
+        col = np.asarray(obs[name]).reshape(-1)
+        row[k], row[n + k] = col[choice], col[alt]
+    p = float(np.asarray(obs["progress"]).reshape(-1)[0])
+    row[2 * n:] = (choice == SELF, alt == SELF, float(np.asarray(obs["use_def_density"]).reshape(-1)[SELF]),
+                   min(margin, 3.0), float(np.count_nonzero(np.asarray(obs["mask"]).reshape(-1))),
+                   0.0 if np.isnan(p) else p)
+    return _clean(row)
 
 
 def question_rows(obs: Mapping[str, np.ndarray], choice: np.ndarray, alt: np.ndarray, margin: np.ndarray,
