@@ -33,6 +33,7 @@ from ...core.files import write_json_atomic
 from ...train.es import ES
 from .flip_model import FlipModel, FlipModelPolicy
 from .search import labels_path, load_labels
+from .trainer import read_checkpoint
 
 FORMAT = "mlbridge-eviction-flip-es/1"
 FAILED = 2.0   # a module llc failed on: twice its default score
@@ -130,22 +131,10 @@ def fitness(models: Sequence[FlipModel], modules: Sequence[Dict[str, Any]], *, p
 
 
 def read_state(run: str) -> Optional[Dict[str, Any]]:
-    path = os.path.join(run, "state.json")
-    if not os.path.exists(path):
-        return None
-    try:
-        with open(path) as f:
-            st = json.load(f)
-        if not isinstance(st, dict) or st.get("format") != FORMAT:
-            raise ValueError(f"not an {FORMAT} checkpoint")
-        ES.from_state(st["es"])
-        _model_from(st["start"])
-        if not isinstance(st.get("history"), list):
-            raise ValueError("no history")
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-        msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise FlipESError(f"{path}: damaged checkpoint ({msg}); remove it to start the run over") from None
-    return st
+    """RUN/state.json, or None when there is none; FlipESError when it is damaged."""
+    def check(st: Dict[str, Any]) -> None:
+        _model_from(st["start"])   # the start model must load: ES's parameters are its output layer
+    return read_checkpoint(run, FORMAT, check, FlipESError)
 
 
 def _model_from(d: Dict[str, Any]) -> FlipModel:

@@ -65,8 +65,9 @@ def prepare_rows(out: str, corpora: Sequence[Any], *, per_project: int, seed: in
     if os.path.exists(path):
         try:
             with open(path) as f:
-                rows = json.load(f)["rows"]
-            if json.load(open(path)).get("per_project") == per_project and all(os.path.exists(r["ir"]) for r in rows):
+                made = json.load(f)
+            rows = made["rows"]
+            if made.get("per_project") == per_project and all(os.path.exists(r["ir"]) for r in rows):
                 return rows
         except (OSError, ValueError, KeyError, TypeError):
             pass

@@ -60,25 +60,36 @@ class EvictionTrainConfig:
         return dataclasses.asdict(self)
 
 
-def read_state(run_dir: str) -> Optional[Dict[str, Any]]:
-    """RUN/state.json, or None when there is none; EvictionTrainError when it is damaged."""
+def read_checkpoint(run_dir: str, fmt: str, check: Callable[[Dict[str, Any]], None],
+                    error: Callable[[str], Exception]) -> Optional[Dict[str, Any]]:
+    """RUN/state.json of an ES run in format FMT, or None when there is none;
+    ERROR (one line naming the file) when it is damaged: not FMT, no ES state or
+    history, or CHECK(state) raised. Shared by this trainer and flip_es.py."""
     path = os.path.join(run_dir, "state.json")
     if not os.path.exists(path):
         return None
     try:
         with open(path) as f:
             st = json.load(f)
-        if not isinstance(st, dict) or st.get("format") != STATE_FORMAT:
-            raise ValueError(f"not an {STATE_FORMAT} checkpoint")
-        es = ES.from_state(st["es"])
-        if es.mean.shape != (len(PHI),):
-            raise ValueError(f"{es.mean.size} weights where the policy has {len(PHI)}")
+        if not isinstance(st, dict) or st.get("format") != fmt:
+            raise ValueError(f"not an {fmt} checkpoint")
+        ES.from_state(st["es"])
         if not isinstance(st.get("history"), list):
             raise ValueError("no history")
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+        check(st)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise EvictionTrainError(f"{path}: damaged checkpoint ({msg}); remove it to start the run over") from None
+        raise error(f"{path}: damaged checkpoint ({msg}); remove it to start the run over") from None
     return st
+
+
+def read_state(run_dir: str) -> Optional[Dict[str, Any]]:
+    """RUN/state.json, or None when there is none; EvictionTrainError when it is damaged."""
+    def check(st: Dict[str, Any]) -> None:
+        n = len(st["es"]["mean"])
+        if n != len(PHI):
+            raise ValueError(f"{n} weights where the policy has {len(PHI)}")
+    return read_checkpoint(run_dir, STATE_FORMAT, check, EvictionTrainError)
 
 
 def _eval_split_refusal(corpus: Any) -> Optional[str]:
