@@ -13,7 +13,8 @@ valgrind --tool=callgrind; native CPU time over --repeats alternating runs
 lz4, zstd and brotli come from the corpus recipes' pinned PyPI sdists
 (downloaded once with pip into ~/.cache/mlbridge/corpora) and compress and
 decompress a fixed 200 KB text; chacha20, sha256 and dgemm are the benchmark programs'
-kernels with bench_main.c. Prints a Markdown table; --json-out writes the
+kernels with bench_main.c; erfa is pyerfa's liberfa (a training-split project) computing
+the precession-nutation matrix (erfa_main.c). Prints a Markdown table; --json-out writes the
 result (``SpeedCheck.as_dict()``). The default policy, ``first-legal``, answers
 the first candidate whose mask is 1. See docs/training.md, "Register
 allocation: the speed check".
@@ -32,7 +33,7 @@ from mlbridge.core.errors import MLBridgeError  # noqa: E402
 from mlbridge.benchmark import speed_check as sc  # noqa: E402
 from mlbridge.problems.eviction.policy import first_legal  # noqa: E402
 
-ALL = ("lz4", "zstd", "brotli", "chacha20", "sha256", "dgemm")
+ALL = ("lz4", "zstd", "brotli", "chacha20", "sha256", "dgemm", "erfa")
 
 
 def main(argv=None) -> int:
@@ -55,6 +56,8 @@ def main(argv=None) -> int:
         codecs = [n for n in args.programs if n in ("lz4", "zstd", "brotli")]
         kernels = [k for k in sc.kernel_benchmarks() if k.name in args.programs]
         benches = sc.codec_benchmarks(codecs) + kernels
+        if "erfa" in args.programs:   # a numeric kernel of a training-split project (pyerfa)
+            benches.append(sc.erfa_benchmark())
         benches.sort(key=lambda b: ALL.index(b.name))
         t0 = time.monotonic()
         print(f"load average {os.getloadavg()[0]:.1f}; perf cycles: "

@@ -49,7 +49,7 @@ from ..llvm import interactive as _llvm
 __all__ = [
     "Benchmark", "Timing", "ProgramResult", "SpeedCheck", "speed_check", "check_program", "build_program",
     "count_instructions", "time_runs", "perf_cycles_available", "real_benchmarks", "kernel_benchmarks",
-    "codec_benchmarks", "workload_text",
+    "codec_benchmarks", "erfa_benchmark", "workload_text",
     "SpeedCheckError", "ToolMissing", "BuildFailed", "BenchmarkFailed", "Miscompile", "SpeedCheckPolicyError",
 ]
 
@@ -719,8 +719,7 @@ def codec_benchmarks(names: Sequence[str] = ("lz4", "zstd", "brotli"), *, cache:
     """lz4, zstd and brotli from the corpus recipes' pinned PyPI sdists (fetched
     once with pip into the corpus cache), each compressing and decompressing
     ``workload_text()`` on stdin with benchmark/programs/codec_main.c."""
-    from ..corpus.recipes import recipes
-    from ..corpus.recipes.build import default_cache, fetch, unpack
+    from ..corpus.recipes.build import default_cache
     cache = os.path.abspath(cache or default_cache())
     work_dir = work_dir or os.path.join(cache, ".work", "speed-check")
     os.makedirs(work_dir, exist_ok=True)
@@ -742,16 +741,39 @@ def codec_benchmarks(names: Sequence[str] = ("lz4", "zstd", "brotli"), *, cache:
         if name not in setup:
             raise ArgumentError("names", f"{{arg}}: no codec benchmark {name!r} (known: {', '.join(setup)})")
         recipe_name, globs, include, defines, libs = setup[name]
-        r = recipes()[recipe_name]
-        work = os.path.join(cache, ".work", f"{r.name}-{r.version}")
-        os.makedirs(work, exist_ok=True)
-        top = unpack(fetch(r, work), os.path.join(work, "src"))
-        import glob as _glob
-        srcs = [main] + sorted(p for g in globs for p in _glob.glob(os.path.join(top, g)))
-        out.append(Benchmark(name, tuple(srcs), _CODEC_OUTPUTS[name],
+        top, srcs, split = _recipe_sources(recipe_name, globs, cache)
+        out.append(Benchmark(name, (main,) + srcs, _CODEC_OUTPUTS[name],
                              cflags=tuple(f"-I{os.path.join(top, i)}" for i in include) + defines,
-                             ldflags=libs, stdin=text, split=r.split))
+                             ldflags=libs, stdin=text, split=split))
     return out
+
+
+def _recipe_sources(recipe_name: str, globs: Sequence[str], cache: str,
+                    leave_out: Sequence[str] = ()) -> Tuple[str, Tuple[str, ...], str]:
+    """A corpus recipe's pinned sdist, fetched once and unpacked under CACHE: its
+    top folder, the sources GLOBS name (but LEAVE_OUT's base names) and its split."""
+    import glob as _glob
+    from ..corpus.recipes import recipes
+    from ..corpus.recipes.build import fetch, unpack
+    r = recipes()[recipe_name]
+    work = os.path.join(cache, ".work", f"{r.name}-{r.version}")
+    os.makedirs(work, exist_ok=True)
+    top = unpack(fetch(r, work), os.path.join(work, "src"))
+    srcs = sorted(p for g in globs for p in _glob.glob(os.path.join(top, g)) if os.path.basename(p) not in leave_out)
+    return top, tuple(srcs), r.split
+
+
+def erfa_benchmark(*, cache: Optional[str] = None) -> Benchmark:
+    """A numeric kernel of a training-split project: pyerfa's liberfa (every
+    source but its tests and its version file, which needs configure) and
+    benchmark/programs/erfa_main.c, the precession-nutation matrix for 200
+    dates. Its output is the same at -O0 and -O2."""
+    from ..corpus.recipes.build import default_cache
+    cache = os.path.abspath(cache or default_cache())
+    top, srcs, split = _recipe_sources("pyerfa", ("liberfa/erfa/src/*.c",), cache,
+                                       leave_out=("t_erfa_c.c", "t_erfa_c_extra.c", "erfaversion.c"))
+    return Benchmark("erfa", (os.path.join(_programs(), "erfa_main.c"),) + srcs, b"erfa 3001.648563900811\n",
+                     cflags=(f"-I{os.path.join(top, 'liberfa', 'erfa', 'src')}",), ldflags=("-lm",), split=split)
 
 
 def real_benchmarks(*, cache: Optional[str] = None) -> List[Benchmark]:

@@ -346,6 +346,19 @@ def test_lz4_benchmark_reference_is_what_lz4_prints(tmp_path):
         sc.codec_benchmarks(["gzip"])
 
 
+@pytest.mark.skipif(not _sdist_cached("pyerfa"),
+                    reason="pyerfa's sdist is not in the corpus cache (mlbridge corpus build pyerfa)")
+@pytest.mark.parametrize("opt", ["-O0", "-O2"])
+def test_erfa_benchmark_reference_is_what_liberfa_prints_at_O0_and_O2(tmp_path, opt):
+    import subprocess
+    b = sc.erfa_benchmark()
+    assert b.split == "train" and b.stdin is None and b.sources[0].endswith("erfa_main.c")
+    assert not any(os.path.basename(s) in ("t_erfa_c.c", "erfaversion.c") for s in b.sources)
+    exe = tmp_path / "erfa"
+    subprocess.run(["clang-19", opt, *b.cflags, *b.sources, *b.ldflags, "-o", str(exe)], check=True, timeout=600)
+    assert subprocess.run([str(exe)], capture_output=True, check=True, timeout=60).stdout == b.expected
+
+
 # ---- the CPU time of one run ---------------------------------------------------------------------
 def test_a_runs_cpu_time_is_its_own_while_other_threads_reap_children():
     """run_timed reaps its child with wait4: a CPU-heavy child that another thread
