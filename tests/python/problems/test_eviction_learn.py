@@ -320,6 +320,23 @@ def test_es_fitness_is_the_mean_project_change_and_a_failure_counts_twice(tmp_pa
     assert np.array_equal(far.net.params[:flip_es.head(far).start], start.net.params[:flip_es.head(start).start])
 
 
+def test_es_stops_in_one_line_when_llc_fails_for_every_candidate(tmp_path):
+    from mlbridge.llvm.interactive import CompilerFailed
+    from mlbridge.problems.eviction import flip_es
+
+    class Broken(FakeProblem):
+        def measure_ir(self, ir, recorded, policy, *, tools, timeout):
+            raise CompilerFailed("llc-19 was killed by signal 11 (SIGSEGV)", returncode=-11)
+
+    search = es_run(tmp_path)
+    with pytest.raises(flip_es.FlipESError) as info:
+        flip_es.train_flip_es(str(tmp_path / "es"), search, trained(seed=2), flip_es.FlipESConfig(jobs=1),
+                              problem=Broken(np.zeros(5)), llc="llc-19")
+    msg = str(info.value)
+    assert "\n" not in msg and msg.startswith("llc failed for every candidate; the first: p1/a.c: llc-19 was killed")
+    assert json.load(open(tmp_path / "es" / "state.json"))["history"] == []   # no generation was ranked
+
+
 def test_es_resumes_as_an_uninterrupted_run_and_a_damaged_state_is_one_line(tmp_path):
     from mlbridge.problems.eviction import flip_es
     search = es_run(tmp_path)

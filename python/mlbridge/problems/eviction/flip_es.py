@@ -9,7 +9,9 @@ register-allocation score of whole compiles, over the search's training modules
   score change against stock llc-19's default advisor (``stock`` in the search's
   labels), negated (higher is better): every project counts the same, and
   within a project its hot modules count most, as in the goal's total. A module
-  under which llc fails counts as twice its default score.
+  under which llc fails counts as twice its default score; when every candidate
+  of a generation fails somewhere (llc itself is broken), the run stops in one
+  line.
 - **Modules**: the searched modules with at least one eviction question (of
   the corpora given: training-split ones only).
 - **State**: ``RUN/state.json`` (train/es.py's state, the history, the start
@@ -19,7 +21,6 @@ register-allocation score of whole compiles, over the search's training modules
 """
 from __future__ import annotations
 
-import concurrent.futures as cf
 import json
 import os
 import time
@@ -33,10 +34,9 @@ from ...core.files import write_json_atomic
 from ...train.es import ES
 from .flip_model import FlipModel, FlipModelPolicy
 from .search import labels_path, load_labels
-from .trainer import read_checkpoint
+from .trainer import FAILED_SCORE, check_not_all_failed, read_checkpoint, score_grid
 
 FORMAT = "mlbridge-eviction-flip-es/1"
-FAILED = 2.0   # a module llc failed on: twice its default score
 
 
 class FlipESError(MLBridgeError):
@@ -99,34 +99,22 @@ def es_modules(search_out: str, projects: Optional[Sequence[str]] = None) -> Lis
 def fitness(models: Sequence[FlipModel], modules: Sequence[Dict[str, Any]], *, problem: Any, llc: str, jobs: int,
             timeout: float) -> List[Dict[str, Any]]:
     """Per model: ``fitness`` (module docstring), ``change_pct`` per project,
-    ``total`` and ``stock`` (summed scores) and ``failed`` (modules)."""
-    from ...llvm.interactive import CompilerFailed
-    from ...llvm.regalloc_score import RegallocScoreError
-    work = [(i, m) for i in range(len(models)) for m in modules]
-
-    def one(item: Any) -> Optional[float]:
-        i, m = item
-        try:
-            return problem.measure_ir(m["ir"], m["recorded"], FlipModelPolicy(models[i]), tools={"llc": llc},
-                                      timeout=timeout).value
-        except (CompilerFailed, RegallocScoreError):
-            return None
-
-    with cf.ThreadPoolExecutor(max(1, jobs)) as pool:
-        values = list(pool.map(one, work))
+    ``total`` and ``stock`` (summed scores), ``failed`` (modules) and
+    ``failures`` ("MODULE: why" each)."""
+    grid = score_grid([FlipModelPolicy(m) for m in models], modules, problem=problem, llc=llc, jobs=jobs,
+                      timeout=timeout)
     out = []
-    n = len(modules)
-    for i in range(len(models)):
-        vals = values[i * n:(i + 1) * n]
+    for vals in grid:
         per: Dict[str, List[float]] = {}
-        for m, v in zip(modules, vals):
+        for m, (v, _) in zip(modules, vals):
             s = per.setdefault(m["project"], [0.0, 0.0])
-            s[0] += m["stock"] * FAILED if v is None else v
+            s[0] += m["stock"] * FAILED_SCORE if v is None else v
             s[1] += m["stock"]
         change = {p: 100.0 * (a - b) / b for p, (a, b) in per.items()}
         out.append({"fitness": -float(np.mean(list(change.values()))), "change_pct": change,
                     "total": float(sum(a for a, _ in per.values())), "stock": float(sum(b for _, b in per.values())),
-                    "failed": sum(1 for v in vals if v is None)})
+                    "failed": sum(1 for v, _ in vals if v is None),
+                    "failures": [why for v, why in vals if v is None]})
     return out
 
 
@@ -170,6 +158,8 @@ def train_flip_es(run: str, search_out: str, start: FlipModel, cfg: FlipESConfig
         cands = es.ask()
         res = fitness([with_head(start, c) for c in cands], modules, problem=problem, llc=llc, jobs=cfg.jobs,
                       timeout=cfg.timeout)
+        # llc itself broken: ES must not go on ranking failures
+        check_not_all_failed([r["failures"] for r in res], FlipESError)
         rec = es.tell([r["fitness"] for r in res])
         rec.update(mean_change_pct=res[0]["change_pct"], failed=sum(r["failed"] for r in res),
                    elapsed_s=time.monotonic() - t0)

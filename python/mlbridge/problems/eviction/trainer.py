@@ -37,6 +37,7 @@ from .policy import PHI, SCALE, EvictionPolicy, export_onnx, warm_start
 
 STATE_FORMAT = "mlbridge-eviction-es/1"
 FAILED_REWARD = -1.0   # a module llc failed on under a candidate: scored as twice the default's score
+FAILED_SCORE = 1.0 - FAILED_REWARD   # that score, as a multiple of the default's
 
 
 class EvictionTrainError(MLBridgeError):
@@ -177,6 +178,31 @@ def make_module_ir(out: str, module: Any, *, toolchain: Any, problem: Any, timeo
 
 # -- fitness ---------------------------------------------------------------------------
 
+def score_grid(policies: Sequence[Any], modules: Sequence[Dict[str, Any]], *, problem: Any, llc: str, jobs: int,
+               timeout: float) -> List[List[Tuple[Optional[float], str]]]:
+    """Every policy's register-allocation score on every module (``ir``,
+    ``recorded``: ``problem.measure_ir``), JOBS compiles at a time: per policy,
+    per module, ``(score, "")``, or ``(None, "MODULE: why")`` when llc failed,
+    died, timed out or wrote what cannot be scored. Shared by this trainer's ES
+    and the flip model's (flip_es.py)."""
+    from ...llvm.interactive import CompilerFailed
+    from ...llvm.regalloc_score import RegallocScoreError
+    tools = {"llc": llc}
+
+    def one(item: Tuple[int, Dict[str, Any]]) -> Tuple[Optional[float], str]:
+        i, m = item
+        try:
+            return float(problem.measure_ir(m["ir"], m["recorded"], policies[i], tools=tools,
+                                            timeout=timeout).value), ""
+        except (CompilerFailed, RegallocScoreError) as exc:
+            return None, f"{m['module']}: {exc}"
+
+    with cf.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        values = list(pool.map(one, [(i, m) for i in range(len(policies)) for m in modules]))
+    n = len(modules)
+    return [values[i * n:(i + 1) * n] for i in range(len(policies))]
+
+
 def fitness(weights: Sequence[np.ndarray], modules: Sequence[Dict[str, Any]], *, problem: Any, llc: str,
             jobs: int, timeout: float) -> List[Dict[str, Any]]:
     """Per candidate: {"fitness": mean reward, "total": summed score, "baseline":
@@ -185,32 +211,25 @@ def fitness(weights: Sequence[np.ndarray], modules: Sequence[Dict[str, Any]], *,
     alone (its score as twice the default's), so one bad candidate does not end the
     generation; when every candidate fails somewhere (llc itself is broken), the
     first failure is raised as EvictionTrainError."""
-    from ...llvm.interactive import CompilerFailed
-    tools = {"llc": llc}
-    jobs_list = [(i, m) for i in range(len(weights)) for m in modules]
-
-    def one(item: Any) -> Tuple[Optional[float], str]:
-        i, m = item
-        try:
-            r = problem.measure_ir(m["ir"], m["recorded"], EvictionPolicy(weights[i]), tools=tools, timeout=timeout)
-        except CompilerFailed as exc:
-            return None, f"{m['module']}: {exc}"
-        return float(r.value), ""
-
-    with cf.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        values = list(pool.map(one, jobs_list))
+    grid = score_grid([EvictionPolicy(w) for w in weights], modules, problem=problem, llc=llc, jobs=jobs,
+                      timeout=timeout)
     out = []
-    n = len(modules)
-    for i in range(len(weights)):
-        vals = values[i * n:(i + 1) * n]
-        scores = [v if v is not None else m["baseline"] * (1 - FAILED_REWARD) for m, (v, _) in zip(modules, vals)]
+    for vals in grid:
+        scores = [v if v is not None else m["baseline"] * FAILED_SCORE for m, (v, _) in zip(modules, vals)]
         rewards = [(m["baseline"] - v) / m["baseline"] for m, v in zip(modules, scores)]
         out.append({"fitness": float(np.mean(rewards)), "total": float(sum(scores)),
                     "baseline": float(sum(m["baseline"] for m in modules)),
                     "failed": [why for v, why in vals if v is None]})
-    if out and all(r["failed"] for r in out):
-        raise EvictionTrainError(f"llc failed for every candidate; the first: {out[0]['failed'][0]}")
+    check_not_all_failed([r["failed"] for r in out], EvictionTrainError)
     return out
+
+
+def check_not_all_failed(failed: Sequence[Sequence[str]], error: Callable[[str], Exception]) -> None:
+    """ERROR with the first failure when every candidate of a generation failed
+    somewhere (FAILED: each candidate's failures): llc itself is broken, and
+    ES must not go on ranking failures."""
+    if failed and all(failed):
+        raise error(f"llc failed for every candidate; the first: {failed[0][0]}")
 
 
 # -- the run -----------------------------------------------------------------------------
