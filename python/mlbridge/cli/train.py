@@ -22,7 +22,7 @@ import argparse
 import json
 import os
 import sys
-from typing import Any, Dict, List, Sequence
+from typing import Any, Callable, Dict, List, Sequence
 
 from ..corpus.settings import SETTINGS
 from . import problem as problem_flag
@@ -145,6 +145,14 @@ def _run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the run's summary as JSON")
 
 
+def _notes(args: argparse.Namespace) -> Callable[[str], None]:
+    """A command's one-line notes on stderr, silent with --quiet."""
+    def note(line: str) -> None:
+        if not args.quiet:
+            print(line, file=sys.stderr)
+    return note
+
+
 def parse_hidden(text: str) -> tuple:
     try:
         sizes = tuple(int(x) for x in text.split(",") if x.strip())
@@ -193,9 +201,7 @@ def run_train(args: argparse.Namespace) -> int:
     def step(rec: Any) -> None:
         bars[0].update(1, postfix=f"reward {100 * rec.reward:+.2f}% {rec.compiles_per_s:.1f} compiles/s")
 
-    def note(line: str) -> None:
-        if not args.quiet:
-            print(line, file=sys.stderr)
+    note = _notes(args)
 
     try:
         summary = train_size_policy(
@@ -255,9 +261,7 @@ def run_train_eviction(args: argparse.Namespace, problem: Any) -> int:
     except CompileSetupError as exc:
         raise usage_error(exc) from None
 
-    def note(line: str) -> None:
-        if not args.quiet:
-            print(line, file=sys.stderr)
+    note = _notes(args)
 
     def step(rec: Any) -> None:
         note(f"step {rec['generation'] + 1}: mean reward {100 * rec['mean_fitness']:+.3f}%, best "
@@ -308,20 +312,15 @@ def run_flip_es(args: argparse.Namespace, problem: Any) -> int:
                        budget_s=None if args.minutes is None else 60 * args.minutes, jobs=args.jobs or 2,
                        seed=args.seed, timeout=args.timeout)
 
-    def note(line: str) -> None:
-        if not args.quiet:
-            print(line, file=sys.stderr)
+    note = _notes(args)
 
     def step(rec: Any) -> None:
         note(f"step {rec['generation'] + 1}: mean {-rec['mean_fitness']:+.3f}% per project, best "
              f"{-rec['best_fitness']:+.3f}% ({rec['elapsed_s']:.0f} s)")
 
-    from ..problems.eviction.trainer import _eval_split_refusal
+    from ..problems.eviction.trainer import refuse_eval_split
     corpora = _load_corpora(args.corpora)
-    for c in corpora:
-        why = _eval_split_refusal(c)
-        if why:
-            raise UsageError(why)
+    refuse_eval_split(corpora, UsageError)
     projects = [os.path.basename(os.path.normpath(c.root)) for c in corpora]
     try:
         summary = train_flip_es(args.out, search_out, start, cfg, problem=problem, llc=str(toolchain.llc),
@@ -405,9 +404,7 @@ def run_search_eviction(args: argparse.Namespace, problem: Any) -> int:
     search = EvictionSearchConfig(k=args.tries, max_compiles=args.tries + 8, timeout=args.timeout,
                                   jobs=args.jobs or os.cpu_count() or 1)
 
-    def note(line: str) -> None:
-        if not args.quiet:
-            print(line, file=sys.stderr)
+    note = _notes(args)
 
     bar = Progress(None, "search (modules)", quiet=args.quiet, unit="module")
     try:

@@ -163,14 +163,14 @@ def test_calibration_flips_only_what_wins_in_total():
     good = x[:, 0] > 1.0
     delta = np.where(good, -1.0, 0.5)
     ex = lfs.Examples(x, good, delta, np.ones(200, bool), np.zeros(200), np.zeros(200, np.int64), ["m"])
-    model, info = lfs.fit_flip_model(ex, hidden=(), epochs=300)
+    model, info, _ = lfs.fit_flip_model(ex, hidden=(), epochs=300)
     flips = model.net.scores(model.net.inputs(x)) > 0
     assert info["flipped"] == flips.sum() > 0
     assert delta[flips].sum() < 0 and info["examples_change_pct"] == pytest.approx(delta[flips].sum())
     # with every flip a loss, the calibrated model flips nothing
     bad = lfs.Examples(x, np.zeros(200, bool), np.full(200, 0.5), np.ones(200, bool), np.zeros(200),
                        np.zeros(200, np.int64), ["m"])
-    none, info = lfs.fit_flip_model(bad, hidden=(4,), epochs=50)
+    none, info, _ = lfs.fit_flip_model(bad, hidden=(4,), epochs=50)
     assert info["flipped"] == 0 and not (none.net.scores(none.net.inputs(x)) > 0).any()
 
 
@@ -182,13 +182,13 @@ def test_calibration_out_of_fold_keeps_only_what_carries_across_projects():
     # the same rule in every project: flipping where feature 0 is high lowers the score
     good = x[:, 0] > 1.0
     ex = lfs.Examples(x, good, np.where(good, -1.0, 0.5), np.ones(300, bool), np.zeros(300), proj, mods)
-    model, info = lfs.fit_flip_model(ex, hidden=(), epochs=300)
+    model, info, _ = lfs.fit_flip_model(ex, hidden=(), epochs=300)
     assert info["oof_flipped"] > 0 and info["oof_change_pct"] < 0 and info["flipped"] > 0
     # a rule that turns around in each project: what one project learns hurts the others
     flip_sign = np.where(proj == 1, -1.0, 1.0)
     good = x[:, 0] * flip_sign > 1.0
     ex = lfs.Examples(x, good, np.where(good, -1.0, 0.5), np.ones(300, bool), np.zeros(300), proj, mods)
-    none, info = lfs.fit_flip_model(ex, hidden=(), epochs=300)
+    none, info, _ = lfs.fit_flip_model(ex, hidden=(), epochs=300)
     assert info["oof_flipped"] == 0 and info["flipped"] == 0
 
 
@@ -425,3 +425,21 @@ def test_the_goal_counts_held_out_programs_and_a_failure_misses_it():
     assert not g.goal(rows + [{"kind": "program", "name": "q", "ok": True, "split": "", "default": 100,
                                "policy": 100.3, "delta_pct": 0.3}])["met"]          # one program above +0.2 %
     assert not g.goal(rows + [{"kind": "corpus", "name": "c", "ok": False, "error": "llc died"}])["met"]
+
+
+@needs_llvm
+def test_a_corpus_of_an_evaluation_split_recipe_is_never_searched_or_tuned(tmp_path):
+    sys.path.insert(0, os.path.join(ROOT, "tests", "python", "helpers"))
+    from mini_corpus import make_corpus
+    progs = os.path.join(ROOT, "python", "mlbridge", "benchmark", "programs")
+    corpus = make_corpus(str(tmp_path / "lz4"), [os.path.join(progs, "chacha20.c")], flags=("-O2",))
+    r = run_cli(corpus, "-o", str(tmp_path / "ev"), "--problem", "regalloc-eviction")
+    assert r.returncode == 2 and "lz4 is an evaluation-split project" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and not os.path.exists(tmp_path / "ev" / "ir")
+    model = tmp_path / "m.json"
+    trained().save(str(model))
+    r = subprocess.run([sys.executable, "-m", "mlbridge", "train", "run", corpus, "-o", str(tmp_path / "es"),
+                        "--problem", "regalloc-eviction", "--init", str(model)], capture_output=True, text=True,
+                       timeout=600, env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python")))
+    assert r.returncode == 2 and "lz4 is an evaluation-split project" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and not os.path.exists(tmp_path / "es")

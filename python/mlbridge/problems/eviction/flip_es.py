@@ -119,15 +119,9 @@ def fitness(models: Sequence[FlipModel], modules: Sequence[Dict[str, Any]], *, p
 
 
 def read_state(run: str) -> Optional[Dict[str, Any]]:
-    """RUN/state.json, or None when there is none; FlipESError when it is damaged."""
-    def check(st: Dict[str, Any]) -> None:
-        _model_from(st["start"])   # the start model must load: ES's parameters are its output layer
-    return read_checkpoint(run, FORMAT, check, FlipESError)
-
-
-def _model_from(d: Dict[str, Any]) -> FlipModel:
-    from ...train.policy import MLPPolicy
-    return FlipModel(MLPPolicy.from_json(d["network"]), float(d["max_margin"]))
+    """RUN/state.json, or None when there is none; FlipESError when it is damaged
+    (its start model too: ES's parameters are that model's output layer)."""
+    return read_checkpoint(run, FORMAT, lambda st: FlipModel.from_dict(st["start"]), FlipESError)
 
 
 def train_flip_es(run: str, search_out: str, start: FlipModel, cfg: FlipESConfig, *, problem: Any, llc: str,
@@ -148,7 +142,7 @@ def train_flip_es(run: str, search_out: str, start: FlipModel, cfg: FlipESConfig
              f"{-f0['fitness']:+.3f}% against the default advisor")
     else:
         es = ES.from_state(st["es"])
-        start = _model_from(st["start"])
+        start = FlipModel.from_dict(st["start"])
         note(f"resuming {run} at step {es.generation}")
     _write(run, es, start, st)
     t0 = time.monotonic()

@@ -98,9 +98,6 @@ class FlipModel:
             return False
         return self.score(question_features(obs, choice, alt, margin)) > 0
 
-    def policy(self) -> "FlipModelPolicy":
-        return FlipModelPolicy(self)
-
     # -- files ---------------------------------------------------------------------
     def as_dict(self) -> Dict[str, Any]:
         return {"format": FORMAT, "max_margin": self.max_margin, "network": self.net.to_json()}
@@ -110,16 +107,21 @@ class FlipModel:
         return path
 
     @classmethod
+    def from_dict(cls, d: Any) -> "FlipModel":
+        """The model of ``as_dict`` (a file's, or one kept in an ES checkpoint);
+        ValueError, KeyError, TypeError or AttributeError when it is not one."""
+        if not isinstance(d, dict) or d.get("format") != FORMAT:
+            raise ValueError(f"not an {FORMAT} model")
+        net = MLPPolicy.from_json(d["network"])
+        if not np.all(np.isfinite(net.params)) or not np.all(np.isfinite(net.sigma)):
+            raise ValueError("its network has non-finite numbers")
+        return cls(net, float(d["max_margin"]))
+
+    @classmethod
     def load(cls, path: str) -> "FlipModel":
         try:
             with open(path) as f:
-                d = json.load(f)
-            if not isinstance(d, dict) or d.get("format") != FORMAT:
-                raise ValueError(f"not an {FORMAT} model")
-            net = MLPPolicy.from_json(d["network"])
-            if not np.all(np.isfinite(net.params)) or not np.all(np.isfinite(net.sigma)):
-                raise ValueError("its network has non-finite numbers")
-            return cls(net, float(d["max_margin"]))
+                return cls.from_dict(json.load(f))
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
             raise PolicyFileError(f"{path}: cannot load the eviction flip model: {exc}") from None
 
@@ -203,6 +205,7 @@ def load_flip_policy(path: str) -> FlipModelPolicy:
     return FlipModelPolicy(OnnxFlipModel(path) if path.endswith(".onnx") else FlipModel.load(path))
 
 
-def untrained(hidden: Optional[tuple] = (8,)) -> MLPPolicy:
-    """A network that never flips (output layer zero: score 0, not > 0)."""
-    return MLPPolicy(QUESTION, hidden or (), output="runner_up_score")
+def untrained(hidden: Optional[tuple] = (8,), seed: int = 0) -> MLPPolicy:
+    """A network that never flips (output layer zero: score 0, not > 0; hidden
+    layers drawn from SEED, for a fit to start from)."""
+    return MLPPolicy(QUESTION, hidden or (), output="runner_up_score", seed=seed)

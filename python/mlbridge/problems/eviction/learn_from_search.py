@@ -30,7 +30,7 @@ import json
 import os
 import zlib
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -39,7 +39,7 @@ from ...core.files import write_json_atomic
 from ...train.imitation import fit_imitation
 from .flip_model import QUESTION, FlipModel, question_rows, untrained
 from .search import NO_ALTERNATIVE, EvictionSearchConfig, load_labels, run_search
-from .trainer import _eval_split_refusal, make_module_ir
+from .trainer import make_module_ir, refuse_eval_split
 
 
 class LearnFromSearchError(MLBridgeError):
@@ -71,10 +71,7 @@ def prepare_rows(out: str, corpora: Sequence[Any], *, per_project: int, seed: in
                 return rows
         except (OSError, ValueError, KeyError, TypeError):
             pass
-    for c in corpora:
-        why = _eval_split_refusal(c)
-        if why:
-            raise LearnFromSearchError(why)
+    refuse_eval_split(corpora, LearnFromSearchError)
     ir_dir = os.path.join(out, "ir")
     os.makedirs(ir_dir, exist_ok=True)
     items = [(c, m) for c in corpora for m in sample_modules(c, per_project, seed)]
@@ -172,16 +169,22 @@ def examples(label_dirs: Sequence[str]) -> Examples:
 
 def _fit(ex: "Examples", sel: np.ndarray, hidden: Sequence[int], epochs: int, floor: float, lr: float, l2: float,
          seed: int) -> Tuple[Any, Dict[str, float]]:
-    net = untrained(tuple(hidden))
-    if hidden:   # random hidden features; the output layer starts at 0 (no flip) and the fit moves it
-        net = type(net)(QUESTION, tuple(hidden), output="runner_up_score", seed=seed)
+    net = untrained(tuple(hidden), seed)
     info = fit_imitation(net, ex.x[sel], ex.y[sel].astype(np.float32), epochs=epochs, lr=lr, l2=l2,
                          weights=floor + np.abs(ex.delta[sel]))
     return net, info
 
 
+class FlipFit(NamedTuple):
+    """What fit_flip_model gives: the model calibrated out of fold, the fit's
+    figures, and the same fit calibrated on its own examples (ES's start)."""
+    model: FlipModel
+    info: Dict[str, float]
+    in_sample: FlipModel
+
+
 def fit_flip_model(ex: Examples, *, hidden: Sequence[int] = (8,), epochs: int = 600, floor: float = 0.01,
-                   lr: float = 1e-2, l2: float = 1e-3, seed: int = 0) -> Tuple[FlipModel, Dict[str, float]]:
+                   lr: float = 1e-2, l2: float = 1e-3, seed: int = 0) -> FlipFit:
     """A flip model fitted to EX (module docstring), then calibrated on scores
     out of fold by project (``calibrate``)."""
     if not len(ex):
@@ -197,10 +200,10 @@ def fit_flip_model(ex: Examples, *, hidden: Sequence[int] = (8,), epochs: int = 
     model = FlipModel(net, max_margin)
     # the same fit calibrated on its own scores: what the labels say about the
     # training modules themselves (ES's start, which judges it on whole compiles)
-    model.in_sample = FlipModel(net.with_params(net.params.copy()), max_margin)
-    info.update({f"in_sample_{k}": v for k, v in calibrate(model.in_sample, ex).items()})
+    in_sample = FlipModel(net.with_params(net.params.copy()), max_margin)
+    info.update({f"in_sample_{k}": v for k, v in calibrate(in_sample, ex).items()})
     info.update(calibrate(model, ex, oof if len(names) > 1 else None))
-    return model, info
+    return FlipFit(model, info, in_sample)
 
 
 def _best_count(scores: np.ndarray, gain: np.ndarray) -> int:
@@ -254,7 +257,6 @@ def learn_eviction(out: str, corpora: Sequence[Any], cfg: LearnConfig, search: E
     """Runs (or resumes) the rounds of the module docstring; returns the summary
     (also ``OUT/summary.json``). The newest complete round's model is
     ``OUT/flip_model.json`` and ``OUT/flip_model.onnx``."""
-    import shutil
     import time
     os.makedirs(out, exist_ok=True)
     deadline = None if cfg.budget_s is None else time.monotonic() + cfg.budget_s
@@ -276,14 +278,12 @@ def learn_eviction(out: str, corpora: Sequence[Any], cfg: LearnConfig, search: E
             summary["complete"] = False
             break
         ex = examples([round_dir(out, j) for j in range(k + 1)])
-        model, info = fit_flip_model(ex, hidden=cfg.hidden, epochs=cfg.epochs, floor=cfg.floor, seed=cfg.seed)
-        rd = round_dir(out, k)
-        model.save(os.path.join(rd, "flip_model.json"))
-        model.export_onnx(os.path.join(rd, "flip_model.onnx"))
-        model.in_sample.save(os.path.join(rd, "flip_model_in_sample.json"))
-        for ext in ("json", "onnx"):
-            shutil.copyfile(os.path.join(rd, f"flip_model.{ext}"), os.path.join(out, f"flip_model.{ext}.tmp"))
-            os.replace(os.path.join(out, f"flip_model.{ext}.tmp"), os.path.join(out, f"flip_model.{ext}"))
+        model, info, in_sample = fit_flip_model(ex, hidden=cfg.hidden, epochs=cfg.epochs, floor=cfg.floor,
+                                                seed=cfg.seed)
+        in_sample.save(os.path.join(round_dir(out, k), "flip_model_in_sample.json"))
+        for d in (round_dir(out, k), out):   # the round's, and the newest one's at the top (each written whole)
+            model.save(os.path.join(d, "flip_model.json"))
+            model.export_onnx(os.path.join(d, "flip_model.onnx"))
         rec.update(examples=len(ex), positive=int(ex.y.sum()), **{f"fit_{a}": b for a, b in info.items()})
         note(f"round {k}: {len(results)} modules, search {100 * (best - start) / max(start, 1e-9):+.3f}% score; "
              f"fit on {len(ex)} flips ({int(ex.y.sum())} runner-ups better): accuracy "

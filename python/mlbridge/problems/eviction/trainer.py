@@ -61,11 +61,12 @@ class EvictionTrainConfig:
         return dataclasses.asdict(self)
 
 
-def read_checkpoint(run_dir: str, fmt: str, check: Callable[[Dict[str, Any]], None],
+def read_checkpoint(run_dir: str, fmt: str, check: Callable[[Dict[str, Any]], Any],
                     error: Callable[[str], Exception]) -> Optional[Dict[str, Any]]:
     """RUN/state.json of an ES run in format FMT, or None when there is none;
     ERROR (one line naming the file) when it is damaged: not FMT, no ES state or
-    history, or CHECK(state) raised. Shared by this trainer and flip_es.py."""
+    history, or CHECK(state) raised (what it returns is not used). Shared by
+    this trainer and flip_es.py."""
     path = os.path.join(run_dir, "state.json")
     if not os.path.exists(path):
         return None
@@ -102,6 +103,15 @@ def _eval_split_refusal(corpus: Any) -> Optional[str]:
     return None
 
 
+def refuse_eval_split(corpora: Sequence[Any], error: Callable[[str], Exception]) -> None:
+    """ERROR (one line) for the first corpus of an evaluation-split recipe:
+    nothing is ever trained or searched on one."""
+    for c in corpora:
+        why = _eval_split_refusal(c)
+        if why:
+            raise error(why)
+
+
 # -- modules -------------------------------------------------------------------------------
 
 def prepare_modules(run_dir: str, corpora: Sequence[Any], cfg: EvictionTrainConfig, *, toolchain: Any,
@@ -117,10 +127,7 @@ def prepare_modules(run_dir: str, corpora: Sequence[Any], cfg: EvictionTrainConf
                 return kept
         except (OSError, ValueError, KeyError, TypeError):
             pass
-    for c in corpora:
-        why = _eval_split_refusal(c)
-        if why:
-            raise EvictionTrainError(why)
+    refuse_eval_split(corpora, EvictionTrainError)
     ir_dir = os.path.join(run_dir, "ir")
     os.makedirs(ir_dir, exist_ok=True)
     warm = warm_start()
