@@ -139,23 +139,9 @@ class MLPPolicy:
                  numpy_helper.from_array(np.array([1], np.int64), "out_shape")]
         nodes = [helper.make_node("Concat", self.names, ["xi"], axis=0), *slog_nodes("xi", "t"),
                  helper.make_node("Reshape", ["t", "row_shape"], ["row"])]
-        prev = "row"
-        if self.mu.any() or (self.sigma != 1).any():   # an identity normalization costs no node
-            nodes += [helper.make_node("Sub", ["row", "mu"], ["centered"]),
-                      helper.make_node("Div", ["centered", "sigma"], ["h0"])]
-            inits += [numpy_helper.from_array(self.mu.reshape(1, n), "mu"),
-                      numpy_helper.from_array(self.sigma.reshape(1, n), "sigma")]
-            prev = "h0"
-        layers = self.layers()
-        for i, (w, b) in enumerate(layers):
-            inits += [numpy_helper.from_array(np.ascontiguousarray(w), f"W{i}"),
-                      numpy_helper.from_array(np.ascontiguousarray(b), f"B{i}")]
-            last = i == len(layers) - 1
-            z = "score" if last else f"z{i + 1}"
-            nodes.append(helper.make_node("Gemm", [prev, f"W{i}", f"B{i}"], [z]))
-            if not last:
-                nodes.append(helper.make_node("Tanh", [z], [f"h{i + 1}"]))
-                prev = f"h{i + 1}"
+        body, body_inits = self.network_nodes("row", "score")
+        nodes += body
+        inits += body_inits
         nodes += [helper.make_node("Greater", ["score", "zero"], ["yes"]),
                   helper.make_node("Cast", ["yes"], ["yes64"], to=TensorProto.INT64),
                   helper.make_node("Reshape", ["yes64", "out_shape"], [self.output])]
@@ -169,6 +155,34 @@ class MLPPolicy:
         onnx.checker.check_model(model)
         onnx.save(model, path)
         return path
+
+    def network_nodes(self, row: str, out: str) -> Tuple[List[Any], List[Any]]:
+        """ONNX nodes and initializers from ROW (float [1, n], the features after
+        slog) to OUT ([1, 1], the score): normalization, then each layer; the
+        part of the graph every exported network shares (this export, and the
+        eviction flip model's)."""
+        from onnx import helper, numpy_helper
+        n = len(self.names)
+        nodes: List[Any] = []
+        inits: List[Any] = []
+        prev = row
+        if self.mu.any() or (self.sigma != 1).any():   # an identity normalization costs no node
+            nodes += [helper.make_node("Sub", [row, "mu"], ["centered"]),
+                      helper.make_node("Div", ["centered", "sigma"], ["h0"])]
+            inits += [numpy_helper.from_array(self.mu.reshape(1, n), "mu"),
+                      numpy_helper.from_array(self.sigma.reshape(1, n), "sigma")]
+            prev = "h0"
+        layers = self.layers()
+        for i, (w, b) in enumerate(layers):
+            inits += [numpy_helper.from_array(np.ascontiguousarray(w), f"W{i}"),
+                      numpy_helper.from_array(np.ascontiguousarray(b), f"B{i}")]
+            last = i == len(layers) - 1
+            z = out if last else f"z{i + 1}"
+            nodes.append(helper.make_node("Gemm", [prev, f"W{i}", f"B{i}"], [z]))
+            if not last:
+                nodes.append(helper.make_node("Tanh", [z], [f"h{i + 1}"]))
+                prev = f"h{i + 1}"
+        return nodes, inits
 
     # ---- saving ----------------------------------------------------------------------
     def to_json(self) -> Dict[str, Any]:

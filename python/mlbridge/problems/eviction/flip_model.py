@@ -30,7 +30,7 @@ from typing import Any, Dict, Mapping, Optional
 import numpy as np
 
 from ...core.files import replace_when_complete, write_json_atomic
-from ...train.policy import MLPPolicy
+from ...train.policy import MLPPolicy, slog_nodes
 from .default_advisor import SELF
 from .policy import LIMIT, RAW, PolicyFileError
 
@@ -130,26 +130,11 @@ class FlipModel:
         ``runner_up_score`` (float [1]); the model's JSON in ``doc_string``."""
         import onnx
         from onnx import TensorProto, helper, numpy_helper
-        net = self.net
         n = len(QUESTION)
+        body, body_inits = self.net.network_nodes("t", "score")
         inits = [numpy_helper.from_array(np.ones(1, np.float32), "one"),
-                 numpy_helper.from_array(net.mu.reshape(1, n), "mu"),
-                 numpy_helper.from_array(net.sigma.reshape(1, n), "sigma"),
-                 numpy_helper.from_array(np.array([1], np.int64), "out_shape")]
-        nodes = [helper.make_node("Abs", ["question"], ["ax"]), helper.make_node("Sign", ["question"], ["sx"]),
-                 helper.make_node("Add", ["ax", "one"], ["ax1"]), helper.make_node("Log", ["ax1"], ["lx"]),
-                 helper.make_node("Mul", ["sx", "lx"], ["t"]), helper.make_node("Sub", ["t", "mu"], ["c"]),
-                 helper.make_node("Div", ["c", "sigma"], ["h0"])]
-        prev = "h0"
-        layers = net.layers()
-        for i, (w, b) in enumerate(layers):
-            inits += [numpy_helper.from_array(np.ascontiguousarray(w), f"W{i}"),
-                      numpy_helper.from_array(np.ascontiguousarray(b), f"B{i}")]
-            z = "score" if i == len(layers) - 1 else f"z{i + 1}"
-            nodes.append(helper.make_node("Gemm", [prev, f"W{i}", f"B{i}"], [z]))
-            if i < len(layers) - 1:
-                nodes.append(helper.make_node("Tanh", [z], [f"h{i + 1}"]))
-                prev = f"h{i + 1}"
+                 numpy_helper.from_array(np.array([1], np.int64), "out_shape"), *body_inits]
+        nodes = [*slog_nodes("question", "t"), *body]
         nodes.append(helper.make_node("Reshape", ["score", "out_shape"], ["runner_up_score"]))
         graph = helper.make_graph(nodes, "mlbridge_eviction_flip",
                                   [helper.make_tensor_value_info("question", TensorProto.FLOAT, [1, n])],
