@@ -133,7 +133,7 @@ def labels_dir(tmp_path, singles, *, base=None, start=100.0, name="m.c"):
         pol(q)
     t = pol.trajectory()
     res = es.EvictionModuleSearch(name, ok=True, stock=start, start=start, best=start, singles=singles,
-                                  tried=[i for i, _ in singles], questions=len(t))
+                                  questions=len(t))
     d = tmp_path / "round"
     es.save_labels(es.labels_path(str(d), name), res, t)
     return str(d)

@@ -249,7 +249,8 @@ def _labels():
     t = pol.trajectory()
     t.tested[0] = True
     res = es.EvictionModuleSearch("dir/m.c", ok=True, stock=100.0, start=100.0, best=90.5, flips=[1, 3],
-                                  tried=[3, 1, 0], improving=2, compiles=6, questions=len(t), seconds=1.5)
+                                  singles=[[3, 95.0], [1, 90.5], [0, None]], compiles=6, questions=len(t),
+                                  seconds=1.5)
     return res, t
 
 

@@ -279,8 +279,6 @@ class EvictionModuleSearch:
     start: float = 0.0
     best: float = 0.0
     flips: List[int] = field(default_factory=list)
-    tried: List[int] = field(default_factory=list)
-    improving: int = 0         # flips that lowered the score alone
     compiles: int = 0          # llc runs, the two unflipped ones included
     failed: int = 0
     shifted: int = 0
@@ -288,6 +286,16 @@ class EvictionModuleSearch:
     singles: List[List[Any]] = field(default_factory=list)   # [question, score or None] per flip tried alone
     seconds: float = 0.0
     error: Optional[str] = None
+
+    @property
+    def tried(self) -> List[int]:
+        """The questions flipped alone, in the order tried."""
+        return [int(i) for i, _ in self.singles]
+
+    @property
+    def improving(self) -> int:
+        """How many flips lowered the score alone."""
+        return sum(1 for _, v in self.singles if v is not None and v < self.start)
 
     @property
     def gain(self) -> float:
@@ -348,9 +356,8 @@ def search_module(module: str, ir: str, recorded: Sequence[str], *, llc: str,
     cands = candidates(start_traj, cfg.k)
     g = greedy_flips(cands, measure, res.start, start_traj, max_compiles=cfg.max_compiles)
     best: EvictionTrajectory = g.best_record
-    res.best, res.flips, res.tried, res.failed = g.best, g.flips, list(g.singles), g.failed
+    res.best, res.flips, res.failed = g.best, g.flips, g.failed
     res.singles = [[i, s] for i, s in g.singles.items()]
-    res.improving = sum(1 for s in g.singles.values() if s is not None and s < res.start)
     res.shifted = sum(1 for i in g.flips if not best.same_question(start_traj, i))
     for i, s in g.singles.items():   # judged alone on the start trajectory: its answer confirmed
         if i < len(start_traj) and (s is None or s >= res.start):
@@ -389,6 +396,8 @@ def load_labels(path: str) -> Tuple[EvictionModuleSearch, EvictionTrajectory]:
             meta = json.loads(bytes(z["summary"]).decode())
             if not isinstance(meta, dict) or meta.pop("format", None) != FORMAT:
                 raise ValueError(f"not an {FORMAT} file")
+            for derived in ("tried", "improving"):   # written by early files: read from ``singles`` now
+                meta.pop(derived, None)
             res = EvictionModuleSearch(**meta)
             t = EvictionTrajectory({n: z[f"obs_{n}"] for n in OBS}, z["progress"], z["context"], z["default"],
                                    z["runner_up"], z["margin"], z["answer"], z["tested"])
