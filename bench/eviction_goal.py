@@ -28,7 +28,7 @@ import os
 import subprocess
 import sys
 import tempfile
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional, Tuple
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "python"))
@@ -42,16 +42,28 @@ def held_out() -> List[str]:
             and os.path.exists(os.path.join(CORPORA, n, "corpus_description.json"))]
 
 
+#: a whole corpus evaluation or speed check that runs longer has hung: a failed row
+TIMEOUT_S = 4 * 3600
+
+
+def _run(cmd: List[str]) -> Tuple[Optional[str], str]:
+    """CMD's stdout when it ended well, else None and its last stderr line (or how it ended)."""
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return None, f"{os.path.basename(cmd[1])} ran past {TIMEOUT_S} s"
+    last = (p.stderr.strip().splitlines() or [f"exit status {p.returncode}"])[-1]
+    return p.stdout, last
+
+
 def corpus_row(name: str, policy: str, jobs: int) -> Dict[str, Any]:
     path = name if os.sep in name else os.path.join(CORPORA, name)
-    cmd = [sys.executable, "-m", "mlbridge", "corpus", "evaluate", path, "--problem", "regalloc-eviction",
-           "--policy", policy, "--json", "-j", str(jobs)]
-    p = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ), stdin=subprocess.DEVNULL)
-    try:
-        d = json.loads(p.stdout)
-    except ValueError:
-        return {"kind": "corpus", "name": name, "ok": False, "error": (p.stderr.strip().splitlines() or ["?"])[-1]}
-    t = d["total"]
+    out, why = _run([sys.executable, "-m", "mlbridge", "corpus", "evaluate", path, "--problem", "regalloc-eviction",
+                     "--policy", policy, "--json", "-j", str(jobs)])
+    try:   # exit 1 (a module failed) still prints the evaluation: its failed count makes the row fail
+        t = json.loads(out or "")["total"]
+    except (ValueError, KeyError, TypeError):
+        return {"kind": "corpus", "name": name, "ok": False, "error": why}
     return {"kind": "corpus", "name": name, "ok": t["failed"] == 0, "modules": t["ok"], "failed": t["failed"],
             "default": t["baseline_score"], "policy": t["policy_score"], "delta_pct": t["delta_pct"],
             "better": t["better"], "worse": t["worse"]}
@@ -59,21 +71,17 @@ def corpus_row(name: str, policy: str, jobs: int) -> Dict[str, Any]:
 
 def program_rows(policy: str, programs: List[str]) -> List[Dict[str, Any]]:
     with tempfile.TemporaryDirectory(prefix="mlbridge-evgoal-") as tmp:
-        out = os.path.join(tmp, "speed.json")
-        p = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "regalloc_speed.py"), "--policy", policy,
-                            "--programs", *programs, "--repeats", "0", "--no-data", "--json-out", out],
-                           capture_output=True, text=True, stdin=subprocess.DEVNULL)
-        if p.returncode != 0 or not os.path.exists(out):
-            return [{"kind": "program", "name": n, "ok": False,
-                     "error": (p.stderr.strip().splitlines() or ["?"])[-1]} for n in programs]
-        with open(out) as f:
-            d = json.load(f)
-    rows = []
-    for r in d["programs"]:
-        rows.append({"kind": "program", "name": r["name"], "ok": bool(r["outputs_equal"]), "split": r["split"],
-                     "default": r["instructions_default"], "policy": r["instructions_policy"],
-                     "delta_pct": 100.0 * r["instructions_delta"], "decisions": r["decisions"]})
-    return rows
+        path = os.path.join(tmp, "speed.json")
+        _, why = _run([sys.executable, os.path.join(ROOT, "bench", "regalloc_speed.py"), "--policy", policy,
+                       "--programs", *programs, "--repeats", "0", "--no-data", "--json-out", path])
+        try:   # regalloc_speed writes its JSON only when every program built, ran and printed its reference
+            with open(path) as f:
+                d = json.load(f)
+        except (OSError, ValueError):
+            return [{"kind": "program", "name": n, "ok": False, "error": why} for n in programs]
+    return [{"kind": "program", "name": r["name"], "ok": bool(r["outputs_equal"]), "split": r["split"],
+             "default": r["instructions_default"], "policy": r["instructions_policy"],
+             "delta_pct": 100.0 * r["instructions_delta"], "decisions": r["decisions"]} for r in d["programs"]]
 
 
 def goal(rows: List[Dict[str, Any]]) -> Dict[str, Any]:

@@ -409,11 +409,33 @@ def test_train_search_then_es_on_a_small_corpus_end_to_end(tmp_path):
     load_flip_policy(str(es_out / "flip_model.onnx"))
 
 
-def test_the_goal_counts_held_out_programs_and_a_failure_misses_it():
+def _goal_bench():
     import importlib.util
     spec = importlib.util.spec_from_file_location("eviction_goal", os.path.join(ROOT, "bench", "eviction_goal.py"))
     g = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(g)
+    return g
+
+
+def test_a_hung_or_failing_evaluation_is_a_failed_row_never_a_figure(monkeypatch):
+    g = _goal_bench()
+
+    def hung(cmd, **kw):
+        raise subprocess.TimeoutExpired(cmd, kw["timeout"])
+    monkeypatch.setattr(g.subprocess, "run", hung)
+    row = g.corpus_row("lz4", "python:m:f", 1)
+    assert not row["ok"] and "ran past" in row["error"] and "delta_pct" not in row
+    assert [(r["name"], r["ok"]) for r in g.program_rows("python:m:f", ["lz4", "dgemm"])] == \
+        [("lz4", False), ("dgemm", False)]
+    died = lambda cmd, **kw: subprocess.CompletedProcess(cmd, 1, "not json", "error: llc-19 died\n")  # noqa: E731
+    monkeypatch.setattr(g.subprocess, "run", died)
+    assert g.corpus_row("lz4", "python:m:f", 1) == {"kind": "corpus", "name": "lz4", "ok": False,
+                                                     "error": "error: llc-19 died"}
+    assert all(r["error"] == "error: llc-19 died" for r in g.program_rows("python:m:f", ["sha256"]))
+
+
+def test_the_goal_counts_held_out_programs_and_a_failure_misses_it():
+    g = _goal_bench()
     rows = [{"kind": "corpus", "name": "a", "ok": True, "default": 100.0, "policy": 97.0, "delta_pct": -3.0},
             {"kind": "corpus", "name": "b", "ok": True, "default": 10.0, "policy": 10.0, "delta_pct": 0.0},
             {"kind": "program", "name": "p", "ok": True, "split": "", "default": 100, "policy": 99, "delta_pct": -1.0},
