@@ -465,3 +465,20 @@ def test_a_corpus_of_an_evaluation_split_recipe_is_never_searched_or_tuned(tmp_p
                        timeout=600, env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python")))
     assert r.returncode == 2 and "lz4 is an evaluation-split project" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1 and not os.path.exists(tmp_path / "es")
+
+
+def test_a_modules_list_is_reused_only_whole_and_made_with_the_same_settings(tmp_path):
+    from mlbridge.problems.eviction.trainer import made_modules
+    ir = tmp_path / "a.bc"
+    ir.write_bytes(b"BC")
+    path = str(tmp_path / "modules.json")
+    same = lambda d: d.get("per_project") == 8   # noqa: E731
+    assert made_modules(path, "rows", same) is None                                      # none yet
+    (tmp_path / "modules.json").write_text("{damaged")
+    assert made_modules(path, "rows", same) is None                                      # damaged: made again
+    (tmp_path / "modules.json").write_text(json.dumps({"per_project": 8, "rows": [{"ir": str(ir)}]}))
+    assert made_modules(path, "rows", same) == [{"ir": str(ir)}]
+    assert made_modules(path, "rows", lambda d: d.get("per_project") == 16) is None     # another sample
+    assert made_modules(path, "kept") is None                                            # not that list
+    ir.unlink()
+    assert made_modules(path, "rows", same) is None                                      # its IR is gone

@@ -26,7 +26,6 @@
 """
 from __future__ import annotations
 
-import json
 import os
 import zlib
 from dataclasses import dataclass
@@ -39,7 +38,7 @@ from ...core.files import write_json_atomic
 from ...train.imitation import fit_imitation
 from .flip_model import QUESTION, FlipModel, question_rows, untrained
 from .search import NO_ALTERNATIVE, EvictionSearchConfig, load_labels, run_search
-from .trainer import make_module_ir, refuse_eval_split
+from .trainer import made_modules, make_module_ir, refuse_eval_split
 
 
 class LearnFromSearchError(MLBridgeError):
@@ -62,15 +61,9 @@ def prepare_rows(out: str, corpora: Sequence[Any], *, per_project: int, seed: in
     sampled module whose IR clang could make."""
     import concurrent.futures as cf
     path = os.path.join(out, "modules.json")
-    if os.path.exists(path):
-        try:
-            with open(path) as f:
-                made = json.load(f)
-            rows = made["rows"]
-            if made.get("per_project") == per_project and all(os.path.exists(r["ir"]) for r in rows):
-                return rows
-        except (OSError, ValueError, KeyError, TypeError):
-            pass
+    made = made_modules(path, "rows", lambda d: d.get("per_project") == per_project)
+    if made is not None:
+        return made
     refuse_eval_split(corpora, LearnFromSearchError)
     ir_dir = os.path.join(out, "ir")
     os.makedirs(ir_dir, exist_ok=True)

@@ -119,14 +119,9 @@ def prepare_modules(run_dir: str, corpora: Sequence[Any], cfg: EvictionTrainConf
     """RUN/modules.json (made once; see the module docstring): the kept modules, each
     ``{"module", "corpus", "ir", "codegen", "baseline", "warm", "decisions", "seconds"}``."""
     path = os.path.join(run_dir, "modules.json")
-    if os.path.exists(path):
-        try:
-            with open(path) as f:
-                kept = json.load(f)["kept"]
-            if all(os.path.exists(m["ir"]) for m in kept):
-                return kept
-        except (OSError, ValueError, KeyError, TypeError):
-            pass
+    kept = made_modules(path, "kept")
+    if kept is not None:
+        return kept
     refuse_eval_split(corpora, EvictionTrainError)
     ir_dir = os.path.join(run_dir, "ir")
     os.makedirs(ir_dir, exist_ok=True)
@@ -164,6 +159,22 @@ def prepare_modules(run_dir: str, corpora: Sequence[Any], cfg: EvictionTrainConf
                                  f"{cfg.max_module_s:g} s: give other corpora or a larger max_module_s")
     write_json_atomic(path, {"all": rows, "kept": kept}, indent=1)
     return kept
+
+
+def made_modules(path: str, key: str, same: Callable[[Dict[str, Any]], bool] = lambda d: True
+                 ) -> Optional[List[Dict[str, Any]]]:
+    """The module rows under KEY of a modules list made earlier (PATH), when it
+    was made with the same settings (SAME of the file's dict) and every row's IR
+    is still there; None to make it again (none yet, damaged, or stale)."""
+    try:
+        with open(path) as f:
+            made = json.load(f)
+        rows = made[key]
+        if same(made) and all(os.path.exists(r["ir"]) for r in rows):
+            return rows
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    return None
 
 
 def make_module_ir(out: str, module: Any, *, toolchain: Any, problem: Any, timeout: float) -> Optional[List[str]]:
